@@ -1,0 +1,2 @@
+// CrierAudio: see docs/architecture.md for what lives here.
+import CrierCore

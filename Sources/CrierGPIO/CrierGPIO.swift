@@ -1,0 +1,2 @@
+// CrierGPIO: see docs/architecture.md for what lives here.
+import CrierCore

@@ -1,0 +1,2 @@
+// CrierLink: see docs/architecture.md for what lives here.
+import CrierCore

@@ -1,0 +1,2 @@
+// CrierRuntime: see docs/architecture.md for what lives here.
+import CrierCore

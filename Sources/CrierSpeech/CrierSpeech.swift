@@ -1,0 +1,2 @@
+// CrierSpeech: see docs/architecture.md for what lives here.
+import CrierCore

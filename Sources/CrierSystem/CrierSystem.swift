@@ -1,0 +1,2 @@
+// CrierSystem: see docs/architecture.md for what lives here.
+import CrierCore

@@ -1,0 +1,2 @@
+import CrierCore
+print("crier \(CrierVersion.string)")
