@@ -9,8 +9,11 @@ bash scripts/setup.sh
 echo "== swift build"
 swift build -Xswiftc -warnings-as-errors 2>&1 | tail -n 20
 echo "== swift test (unit + adapter tests)"
-swift test -Xswiftc -warnings-as-errors 2>&1 | grep -vE "^(Test Case '.*' (started|passed)|\[[0-9]+/[0-9]+\] )" || true
-[ "${PIPESTATUS[0]}" = 0 ] || { echo "swift test failed"; exit 1; }
+set +e
+swift test -Xswiftc -warnings-as-errors 2>&1 | grep -vE "^(Test Case '.*' (started|passed)|\[[0-9]+/[0-9]+\] )"
+st=${PIPESTATUS[0]}
+set -e
+[ "$st" = 0 ] || { echo "swift test failed (exit $st)"; exit 1; }
 
 echo "== integration tests (real processes on loopback, hermetic ALSA)"
 CRIER_BIN="$(swift build --show-bin-path)/crier" /usr/bin/python3 -m pytest -q Tests/integration
