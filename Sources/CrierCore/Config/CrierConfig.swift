@@ -135,6 +135,21 @@ public struct CrierConfig: Sendable, Equatable {
         }.joined(separator: "\n") + "\n"
     }
 
+    /// docs/configuration.md's key table (the file is checked against this by a test).
+    public static func markdownTable(schema: [ConfigKey] = CrierConfig.schema) -> String {
+        var out = ""
+        var section = ""
+        for k in schema {
+            if k.section != section {
+                section = k.section
+                out += "\n### \(section)\n\n| key | default | meaning |\n|---|---|---|\n"
+            }
+            let d = k.defaultText.isEmpty ? "(empty)" : "`\(k.defaultText)`"
+            out += "| `\(k.name)` | \(d) | \(k.doc.replacingAll("|", with: "\\|")) |\n"
+        }
+        return out
+    }
+
     /// A fully commented example: every key with its default and one line of documentation.
     public static func example(schema: [ConfigKey] = CrierConfig.schema) -> String {
         var out = """
@@ -223,7 +238,7 @@ extension CrierConfig {
                       apply: { c, v throws(ConfigValueError) in c.speech.maxChars = try ConfigValue.int(v, 20...2000) },
                       render: { String($0.speech.maxChars) }),
             ConfigKey("speech.data_path", section: "speech", default: "",
-                      doc: "espeak-ng data directory; empty uses the system's (/usr/lib/*/espeak-ng-data).",
+                      doc: "Directory that contains espeak-ng-data/; empty uses the system's (/usr/lib/*/espeak-ng-data).",
                       apply: { c, v in c.speech.dataPath = v }, render: { $0.speech.dataPath }),
         ]
         let defaults = SpeechConfig().voices
