@@ -178,7 +178,7 @@ public final class OrderLink: Sendable {
         var fd: Int32 = -1
         var lastError = ""
         for a in addrs {
-            switch Sock.connect(a, timeout: options.connectTimeout, wakeFD: wake.readFD) {
+            switch Sock.connect(a, timeout: options.connectTimeout, wake: wake, stopping: { stopping }) {
             case .success(let s): fd = s
             case .failure(let e): lastError = e.message
             }

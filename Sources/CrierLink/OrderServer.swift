@@ -373,7 +373,8 @@ public final class OrderServer: Sendable {
             var fds = [pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0)]
             if stdinOpen { fds.append(pollfd(fd: 0, events: Int16(POLLIN), revents: 0)) }
             let base = fds.count
-            for c in clients {
+            let polled = clients  // accept below appends; these match the pollfds
+            for c in polled {
                 fds.append(pollfd(fd: c.fd, events: Int16(POLLIN) | (c.out.isEmpty ? 0 : Int16(POLLOUT)), revents: 0))
             }
             var timeout = 1000.0
@@ -406,7 +407,7 @@ public final class OrderServer: Sendable {
                 case .eof, .failed: stdinOpen = false
                 }
             }
-            for (i, c) in clients.enumerated() where fds[base + i].revents != 0 && !c.closeAfterFlush {
+            for (i, c) in polled.enumerated() where fds[base + i].revents != 0 && !c.closeAfterFlush {
                 switch Sock.read(c.fd, into: &readBuf) {
                 case .wouldBlock: break
                 case .eof: drop(c, "device closed the connection")

@@ -106,8 +106,10 @@ enum Sock {
         _ = setsockopt(fd, level, name, &v, socklen_t(MemoryLayout<Int32>.size))
     }
 
-    /// Non-blocking connect, waiting at most `timeout` s; `wakeFD` becoming readable aborts it.
-    static func connect(_ addr: SocketAddress, timeout: Double, wakeFD: Int32) -> Result<Int32, SocketError> {
+    /// Non-blocking connect, waiting at most `timeout` s; gives up early when `wake` fires and
+    /// `stopping()` says so (other wake-ups, such as an ack being queued, are ignored).
+    static func connect(_ addr: SocketAddress, timeout: Double, wake: WakePipe, stopping: () -> Bool) -> Result<Int32, SocketError> {
+        let wakeFD = wake.readFD
         let fd = socket(addr.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { return .failure(SocketError(errnoText(errno))) }
         var a = addr
@@ -131,8 +133,11 @@ enum Sock {
                 let n = poll(&fds, 2, Int32(min(left * 1000 + 1, 60_000)))
                 if n < 0 && errno == EINTR { continue }
                 if fds[1].revents != 0 {
-                    close(fd)
-                    return .failure(SocketError("stopped"))
+                    wake.drain()
+                    if stopping() {
+                        close(fd)
+                        return .failure(SocketError("stopped"))
+                    }
                 }
                 if n > 0 && fds[0].revents != 0 { break }
             }
