@@ -31,6 +31,15 @@ public struct OrderServerConfig: Sendable, Equatable {
     public var seed: UInt64?
 
     public init() {}
+
+    /// `--every` values: `60-240` (seconds, min-max) or `5` (exactly). nil when malformed.
+    public static func parseRange(_ s: String) -> ClosedRange<Double>? {
+        let parts = s.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 1 || parts.count == 2,
+              let lo = Double(parts[0]), let hi = Double(parts.last!), lo.isFinite, hi.isFinite, lo > 0, lo <= hi
+        else { return nil }
+        return lo...hi
+    }
 }
 
 public struct OrderServerError: Error, Sendable, CustomStringConvertible {
@@ -187,9 +196,26 @@ public final class OrderServer: Sendable {
         func queue(_ m: ProtocolMessage) { out += ProtocolCodec.line(m) }
     }
 
-    /// Per device id: orders sent and not yet acked, in order.
+    /// Per device id: orders sent and not yet acked, in order (O(1) ack even in a 10 000 burst).
     private struct DeviceBook {
-        var unacked: [Order] = []
+        private var pending: [String: Order] = [:]
+        private var sequence: [String] = []
+
+        init(_ orders: [Order] = []) { for o in orders { append(o) } }
+
+        var count: Int { pending.count }
+        var unacked: [Order] { sequence.compactMap { pending[$0] } }
+
+        mutating func append(_ o: Order) {
+            if pending.updateValue(o, forKey: o.id) == nil { sequence.append(o.id) }
+        }
+
+        /// True when it was waiting for this ack.
+        mutating func acked(_ id: String) -> Bool {
+            guard pending.removeValue(forKey: id) != nil else { return false }
+            if sequence.count > 2 * pending.count + 64 { sequence = sequence.filter { pending[$0] != nil } }
+            return true
+        }
     }
 
     private func loop(_ listenFD: Int32) {
@@ -235,7 +261,7 @@ public final class OrderServer: Sendable {
                 return
             }
             for dev in books.keys.sorted() {
-                books[dev]!.unacked.append(o)
+                books[dev]!.append(o)
                 if let c = clients.first(where: { $0.device == dev }) { c.queue(.order(o)) }
             }
         }
@@ -281,7 +307,7 @@ public final class OrderServer: Sendable {
                 c.queue(.welcome)
                 emit("device connected", [("device", h.device), ("addr", c.addr)])
                 if books[h.device] == nil {
-                    books[h.device] = DeviceBook(unacked: backlog)
+                    books[h.device] = DeviceBook(backlog)
                     for o in backlog { c.queue(.order(o)) }
                     backlog.removeAll()
                 } else {
@@ -298,8 +324,7 @@ public final class OrderServer: Sendable {
                 if let r = a.reason { kv.append(("reason", r)) }
                 if let msg = a.message { kv.append(("message", msg)) }
                 emit("ack", kv)
-                if let i = books[dev]?.unacked.firstIndex(where: { $0.id == a.id }) {
-                    books[dev]!.unacked.remove(at: i)
+                if books[dev]?.acked(a.id) == true {
                     summary.acks[a.status, default: 0] += 1
                 }
             case .ping:
@@ -347,7 +372,7 @@ public final class OrderServer: Sendable {
 
             // --count: finished when everything made was acked, or the drain timed out.
             if let n = config.count, made >= n {
-                let open = books.values.reduce(0) { $0 + $1.unacked.count } + backlog.count
+                let open = books.values.reduce(0) { $0 + $1.count } + backlog.count
                 if open == 0 || now - lastMadeAt >= config.drainTimeout {
                     summary.timedOut = open > 0
                     summary.unacked = open
@@ -430,7 +455,7 @@ public final class OrderServer: Sendable {
             close(c.fd)
         }
         summary.orders = made
-        if summary.unacked == 0 { summary.unacked = books.values.reduce(0) { $0 + $1.unacked.count } + backlog.count }
+        if summary.unacked == 0 { summary.unacked = books.values.reduce(0) { $0 + $1.count } + backlog.count }
         let s = summary
         emit("done", [("orders", String(s.orders))] + Ack.Status.allCases.map { ($0.rawValue, String(s.acks[$0] ?? 0)) }
             + [("unacked", String(s.unacked))] + (s.timedOut ? [("timed_out", "yes")] : []))

@@ -1,5 +1,6 @@
 import CrierCore
 import Glibc
+import Synchronization
 import Testing
 @testable import CrierLink
 
@@ -199,5 +200,67 @@ struct OrderServerTests {
         }
         #expect(String(decoding: got, as: UTF8.self) == #"{"type":"error","code":"bad_message","message":"expected hello first, got ping"}"# + "\n")
         #expect(eventually { lines.has("device rejected") })
+    }
+}
+
+/// Lets the link's event handler reach the link it belongs to.
+private final class LinkSlot: Sendable {
+    let link = Mutex<OrderLink?>(nil)
+    func send(_ a: Ack) { link.withLock { $0 }?.send(a) }
+}
+
+@Suite("Burst through link and queue", .serialized)
+struct OrderBurstTests {
+    @Test("10 000 orders at once: every id acked exactly once (spoken, coalesced or rejected with a reason)")
+    func burst() throws {
+        var cfg = simConfig()
+        cfg.randomOrders = true
+        cfg.rate = 1_000_000
+        cfg.count = 10_000
+        cfg.drainTimeout = 30
+        let lines = Lines()
+        let server = OrderServer(config: cfg, output: lines.add)
+        let port = try server.start()
+        let queue = Mutex(AlertQueue())
+        let slot = LinkSlot()
+        let (log, _) = makeLog()
+        let link = OrderLink(config: linkConfig(port: port), deviceID: "burst", log: log, options: fastOptions()) { e in
+            guard case .order(let o) = e else { return }
+            if let ack = queue.withLock({ $0.add(o, now: monotonicNow()) }).ack { slot.send(ack) }
+        }
+        slot.link.withLock { $0 = link }
+        let done = Atomic<Bool>(false)
+        // The "speaker": says whatever is next at once and acks it.
+        let speaker = JoinableThread(name: "speaker") {
+            while !done.load(ordering: .relaxed) {
+                let acks = queue.withLock { q -> [Ack] in
+                    guard let a = q.next(now: monotonicNow()).alert else { return [] }
+                    return q.finished(a, now: monotonicNow())
+                }
+                if acks.isEmpty { usleep(500) }
+                for a in acks { slot.send(a) }
+            }
+        }
+        link.start()
+        let summary = server.wait()
+        done.store(true, ordering: .relaxed)
+        speaker.join()
+        link.stop()
+        #expect(summary.orders == 10_000)
+        #expect(summary.unacked == 0)
+        let spoken = summary.acks[.spoken] ?? 0, rejected = summary.acks[.rejected] ?? 0
+        #expect(spoken + rejected == 10_000)
+        #expect(spoken >= 256)
+        #expect(lines.count("ack ") == 10_000, "no id acked twice")
+        #expect(lines.all.filter { $0.hasPrefix("ack ") && $0.contains("status=rejected") }.allSatisfy { $0.contains("reason=queue_full") })
+    }
+
+    @Test("--every parsing")
+    func parseRange() {
+        #expect(OrderServerConfig.parseRange("60-240") == 60...240)
+        #expect(OrderServerConfig.parseRange("2.5") == 2.5...2.5)
+        #expect(OrderServerConfig.parseRange("5-1") == nil)
+        #expect(OrderServerConfig.parseRange("x") == nil)
+        #expect(OrderServerConfig.parseRange("0-3") == nil)
     }
 }
