@@ -20,7 +20,9 @@ public struct OrderServerConfig: Sendable, Equatable {
     public var numbers: ClosedRange<Int> = 0...99
     /// With `count`: seconds to wait for the last acks after the last order went out.
     public var drainTimeout = 60.0
-    /// A device silent this long (3 × its heartbeat) is dropped.
+    /// The server pings a device after this many seconds without traffic either way...
+    public var heartbeat = 15.0
+    /// ...and drops one it has heard nothing from for this long.
     public var silenceTimeout = 45.0
     /// Random orders at all (false: only stdin and `submit`).
     public var randomOrders = true
@@ -187,6 +189,7 @@ public final class OrderServer: Sendable {
         var framer = LineFramer()
         var out: [UInt8] = []
         var lastReceived = monotonicNow()
+        var lastSent = monotonicNow()
         var closeAfterFlush = false
         var closeReason: String?
         init(fd: Int32, addr: String) {
@@ -382,7 +385,10 @@ public final class OrderServer: Sendable {
 
             // Writes, closes, silence.
             for c in clients {
+                if c.device != nil, now - max(c.lastSent, c.lastReceived) >= config.heartbeat { c.queue(.ping) }
+                let before = c.out.count
                 if let err = Sock.flush(c.fd, &c.out) { c.closeReason = "write failed: \(err)"; c.closeAfterFlush = true; c.out = [] }
+                if c.out.count < before { c.lastSent = now }
                 if now - c.lastReceived > config.silenceTimeout, c.closeReason == nil {
                     drop(c, "no data for \(Int(config.silenceTimeout)) s")
                 }

@@ -156,3 +156,43 @@ final class RawServer {
         Glibc.close(listenFD)
     }
 }
+
+/// A hand-driven TCP client (for testing the server).
+final class RawClient {
+    let fd: Int32
+    var framer = LineFramer(maxLine: 1 << 20)
+    var pending: [[UInt8]] = []
+
+    init(port: Int) {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var a = sockaddr_in()
+        a.sin_family = sa_family_t(AF_INET)
+        a.sin_addr.s_addr = inet_addr("127.0.0.1")
+        a.sin_port = UInt16(port).bigEndian
+        _ = withUnsafePointer(to: &a) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+    }
+
+    func write(_ s: String) {
+        let b = Array(s.utf8)
+        _ = b.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    func readLine(timeout: Double = 5) -> String? {
+        let end = monotonicNow() + timeout
+        while pending.isEmpty {
+            let left = end - monotonicNow()
+            if left <= 0 { return nil }
+            var p = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+            guard poll(&p, 1, Int32(left * 1000) + 1) == 1 else { return nil }
+            var buf = [UInt8](repeating: 0, count: 65536)
+            let n = recv(fd, &buf, buf.count, 0)
+            if n <= 0 { return nil }
+            for item in framer.push(buf[0..<n]) { if case .line(let l) = item { pending.append(l) } }
+        }
+        return String(decoding: pending.removeFirst(), as: UTF8.self)
+    }
+
+    func close() { Glibc.close(fd) }
+}

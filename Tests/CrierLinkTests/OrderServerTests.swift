@@ -264,3 +264,23 @@ struct OrderBurstTests {
         #expect(OrderServerConfig.parseRange("0-3") == nil)
     }
 }
+
+@Suite("OrderServer heartbeat", .serialized)
+struct OrderServerHeartbeatTests {
+    @Test("the server pings an idle device and drops a silent one")
+    func serverPings() throws {
+        var cfg = simConfig()
+        cfg.heartbeat = 0.2
+        cfg.silenceTimeout = 0.6
+        let lines = Lines()
+        let server = OrderServer(config: cfg, output: lines.add)
+        let port = try server.start()
+        defer { server.stop() }
+        let raw = RawClient(port: port)
+        defer { raw.close() }
+        raw.write(#"{"type":"hello","protocol":1,"device":"quiet"}"# + "\n")
+        #expect(raw.readLine() == #"{"type":"welcome"}"#)
+        #expect(raw.readLine(timeout: 2) == #"{"type":"ping"}"#)
+        #expect(eventually(3) { lines.has("device disconnected device=quiet reason=\"no data for") })
+    }
+}
