@@ -28,6 +28,9 @@ public struct OrderServerConfig: Sendable, Equatable {
     public var randomOrders = true
     /// Turn stdin lines into orders.
     public var readStdin = false
+    /// A journal of unacked orders, so that they are redelivered after a restart of the server
+    /// too (`crier order-sim --state FILE`). nil: memory only.
+    public var stateFile: String?
     /// Order ids are `<prefix><n>`; nil: `O<start unix seconds>-` so ids differ across restarts.
     public var idPrefix: String?
     public var seed: UInt64?
@@ -199,8 +202,14 @@ public final class OrderServer: Sendable {
         func queue(_ m: ProtocolMessage) { out += ProtocolCodec.line(m) }
     }
 
+    struct LoadedState {
+        var books: [String: DeviceBook] = [:]
+        var backlog: [Order] = []
+        var warnings: [String] = []
+    }
+
     /// Per device id: orders sent and not yet acked, in order (O(1) ack even in a 10 000 burst).
-    private struct DeviceBook {
+    struct DeviceBook {
         private var pending: [String: Order] = [:]
         private var sequence: [String] = []
 
@@ -226,6 +235,19 @@ public final class OrderServer: Sendable {
         var clients: [Client] = []
         var books: [String: DeviceBook] = [:]
         var backlog: [Order] = []  // orders made before any device said hello
+        var journal: Journal?
+        if let path = config.stateFile {
+            let loaded = Journal.load(path)
+            for w in loaded.warnings { output("state warning file=\(Self.quote(path)) problem=\(Self.quote(w))") }
+            books = loaded.books
+            backlog = loaded.backlog
+            do throws(OrderServerError) {
+                journal = try Journal.rewrite(path, books: books, backlog: backlog)
+                output("state loaded file=\(Self.quote(path)) devices=\(books.count) unacked=\(books.values.reduce(0) { $0 + $1.count } + backlog.count)")
+            } catch {
+                output("state warning file=\(Self.quote(path)) problem=\(Self.quote(error.message)) (continuing without a journal)")
+            }
+        }
         var rng = SplitMix64(seed: config.seed ?? UInt64.random(in: 0 ... .max))
         var made = 0
         var summary = Summary()
@@ -261,10 +283,12 @@ public final class OrderServer: Sendable {
             emit("order", describe(o))
             if books.isEmpty {
                 backlog.append(o)
+                journal?.append(order: o, device: nil)
                 return
             }
             for dev in books.keys.sorted() {
                 books[dev]!.append(o)
+                journal?.append(order: o, device: dev)
                 if let c = clients.first(where: { $0.device == dev }) { c.queue(.order(o)) }
             }
         }
@@ -311,6 +335,7 @@ public final class OrderServer: Sendable {
                 emit("device connected", [("device", h.device), ("addr", c.addr)])
                 if books[h.device] == nil {
                     books[h.device] = DeviceBook(backlog)
+                    journal?.append(op: "device", device: h.device)
                     for o in backlog { c.queue(.order(o)) }
                     backlog.removeAll()
                 } else {
@@ -328,6 +353,7 @@ public final class OrderServer: Sendable {
                 if let msg = a.message { kv.append(("message", msg)) }
                 emit("ack", kv)
                 if books[dev]?.acked(a.id) == true {
+                    journal?.append(op: "ack", device: dev, id: a.id)
                     summary.acks[a.status, default: 0] += 1
                 }
             case .ping:
@@ -480,6 +506,104 @@ public final class OrderServer: Sendable {
             q.append(ch)
         }
         return q + "\""
+    }
+}
+
+/// The reference server's memory of unacked orders, as JSON lines appended per event:
+/// `{"op":"order","device":"d","order":{…}}` (device absent: waiting for the first device),
+/// `{"op":"device","device":"d"}` (a new device took the waiting orders),
+/// `{"op":"ack","device":"d","id":"…"}`. Rewritten compactly at start.
+private final class Journal {
+    let fd: Int32
+
+    init(fd: Int32) { self.fd = fd }
+    deinit { close(fd) }
+
+    static func load(_ path: String) -> OrderServer.LoadedState {
+        var out = OrderServer.LoadedState()
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno != ENOENT { out.warnings.append("cannot read: \(errnoText(errno))") }
+            return out
+        }
+        defer { close(fd) }
+        var data: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = read(fd, &buf, buf.count)
+            if n <= 0 { break }
+            data += buf[0..<n]
+        }
+        var lineNo = 0
+        for line in data.split(separator: 0x0A) {
+            lineNo += 1
+            guard case .success(.object(let o)) = JSON.parse(line, limits: .init(maxDepth: 4, maxBytes: 1 << 16)),
+                  case .string(let op)? = o["op"] else {
+                out.warnings.append("line \(lineNo) unreadable, skipped")
+                continue
+            }
+            var device: String?
+            if case .string(let d)? = o["device"] { device = d }
+            switch op {
+            case "order":
+                guard let ov = o["order"], case .success(.order(let order)) = ProtocolCodec.decode(JSON.write(ov)) else {
+                    out.warnings.append("line \(lineNo): bad order, skipped")
+                    continue
+                }
+                if let d = device { out.books[d, default: .init()].append(order) } else { out.backlog.append(order) }
+            case "device":
+                guard let d = device else { continue }
+                out.books[d] = .init(out.backlog)
+                out.backlog = []
+            case "ack":
+                if let d = device, case .string(let id)? = o["id"] { _ = out.books[d]?.acked(id) }
+            default:
+                out.warnings.append("line \(lineNo): unknown op \(op), skipped")
+            }
+        }
+        return out
+    }
+
+    /// Writes the current state to a new file, renames it over `path` and opens it for appending.
+    static func rewrite(_ path: String, books: [String: OrderServer.DeviceBook], backlog: [Order]) throws(OrderServerError) -> Journal {
+        let tmp = path + ".tmp"
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw OrderServerError(message: "cannot write \(tmp): \(errnoText(errno))") }
+        let j = Journal(fd: fd)
+        for o in backlog { j.append(order: o, device: nil) }
+        for d in books.keys.sorted() {
+            j.append(op: "device", device: d)
+            for o in books[d]!.unacked { j.append(order: o, device: d) }
+        }
+        guard rename(tmp, path) == 0 else { throw OrderServerError(message: "cannot rename \(tmp) to \(path): \(errnoText(errno))") }
+        return j
+    }
+
+    func append(order: Order, device: String?) {
+        var o = JSONObject()
+        o["op"] = .string("order")
+        if let device { o["device"] = .string(device) }
+        o["order"] = .object(ProtocolCodec.object(.order(order)))
+        write(o)
+    }
+
+    func append(op: String, device: String, id: String? = nil) {
+        var o = JSONObject()
+        o["op"] = .string(op)
+        o["device"] = .string(device)
+        if let id { o["id"] = .string(id) }
+        write(o)
+    }
+
+    private func write(_ o: JSONObject) {
+        var line = JSON.write(.object(o))
+        line.append(0x0A)
+        var off = 0
+        while off < line.count {
+            let n = line[off...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { return }
+            off += n
+        }
     }
 }
 

@@ -284,3 +284,62 @@ struct OrderServerHeartbeatTests {
         #expect(eventually(3) { lines.has("device disconnected device=quiet reason=\"no data for") })
     }
 }
+
+@Suite("Server restart with a state file", .serialized)
+struct OrderServerRestartTests {
+    @Test("kill the server between speaking and acking, restart it: redelivered, spoken once, acked")
+    func restart() throws {
+        let path = "/tmp/crier-ordersim-test-\(getpid()).state"
+        unlink(path)
+        defer { unlink(path) }
+        var cfg = simConfig()
+        cfg.stateFile = path
+        let lines1 = Lines()
+        let server1 = OrderServer(config: cfg, output: lines1.add)
+        let port = try server1.start()
+
+        let queue = Mutex(AlertQueue())
+        let slot = LinkSlot()
+        let (log, _) = makeLog()
+        let link = OrderLink(config: linkConfig(port: port), deviceID: "shop", log: log, options: fastOptions()) { e in
+            guard case .order(let o) = e else { return }
+            if let ack = queue.withLock({ $0.add(o, now: monotonicNow()) }).ack { slot.send(ack) }
+        }
+        slot.link.withLock { $0 = link }
+        link.start()
+        defer { link.stop() }
+        #expect(eventually { lines1.has("device connected device=shop") })
+        server1.submit("42")
+        server1.submit("43")
+        #expect(eventually { queue.withLock { $0.waitingCount } == 2 })
+
+        // Both are said; the server dies before it hears the acks.
+        server1.stop()
+        let acks = queue.withLock { q -> [Ack] in
+            let a = q.next(now: monotonicNow()).alert!
+            return q.finished(a, now: monotonicNow())
+        }
+        #expect(acks.map(\.id) == ["T-1", "T-2"])
+        link.send(acks[0])  // one ack was produced while the link was down, the other got lost entirely
+
+        cfg.port = port
+        let lines2 = Lines()
+        let server2 = OrderServer(config: cfg, output: lines2.add)
+        try server2.start()
+        defer { server2.stop() }
+        #expect(lines2.all.contains { $0.hasPrefix("state loaded") && $0.hasSuffix("devices=1 unacked=2") })
+        #expect(eventually { lines2.has("ack id=T-1 status=spoken") && lines2.has("ack id=T-2 status=spoken") })
+        #expect(lines2.all.contains("redeliver id=T-1 device=shop"))
+        #expect(lines2.all.contains("redeliver id=T-2 device=shop"))
+        #expect(queue.withLock { $0.history.count } == 1, "said once")
+        #expect(queue.withLock { $0.next(now: monotonicNow()).alert } == nil)
+        server2.stop()
+
+        // A third start finds nothing left to redeliver.
+        let lines3 = Lines()
+        let server3 = OrderServer(config: cfg, output: lines3.add)
+        try server3.start()
+        server3.stop()
+        #expect(lines3.all.contains { $0.hasPrefix("state loaded") && $0.hasSuffix("unacked=0") })
+    }
+}
