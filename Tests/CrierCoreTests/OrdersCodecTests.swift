@@ -222,3 +222,39 @@ struct OrdersCodecTests {
         #expect(!String(reflecting: m).contains("SECRET"))
     }
 }
+
+@Suite("Protocol codec under random mutation")
+struct OrdersCodecMutationTests {
+    /// A poor man's fuzzer (the real one is issue 10's libFuzzer target): random byte edits of
+    /// valid lines never crash the decoder, and whatever it accepts re-encodes to an equal message.
+    @Test("mutated lines: no crash, accepted messages round-trip")
+    func mutations() throws {
+        let seeds: [String] = [
+            #"{"type":"order","id":"A-1042","kind":"new_customer","number":42,"lang":"zh","priority":1,"ttl":30}"#,
+            #"{"type":"order","id":"p","kind":"payment","amount":"100.50","text":"\u6536\u6b3e"}"#,
+            #"{"type":"order","id":"t","kind":"text","text":"请到前台\n取餐 \"A\""}"#,
+            #"{"type":"hello","protocol":1,"device":"box","token":"x"}"#,
+            #"{"type":"ack","id":"A","status":"rejected","reason":"queue_full","message":"m"}"#,
+            #"{"type":"cancel","id":"c"}"#, #"{"type":"error","code":"bad_message","message":"x"}"#,
+        ]
+        let alphabet = Array(#"{}[]":,\-.0123456789eEtrufalsn u"#.utf8) + [0x00, 0x0A, 0x80, 0xC3, 0xED, 0xF4, 0xFF]
+        var rng = SplitMix64(seed: 2026)
+        var accepted = 0
+        for i in 0..<20_000 {
+            var b = Array(seeds[i % seeds.count].utf8)
+            for _ in 0..<Int.random(in: 1...4, using: &rng) {
+                let pos = Int.random(in: 0..<b.count, using: &rng)
+                switch Int.random(in: 0..<3, using: &rng) {
+                case 0: b[pos] = alphabet.randomElement(using: &rng)!
+                case 1: b.insert(alphabet.randomElement(using: &rng)!, at: pos)
+                default: if b.count > 1 { b.remove(at: pos) }
+                }
+            }
+            if case .success(let m) = ProtocolCodec.decode(b) {
+                accepted += 1
+                #expect(try ProtocolCodec.decode(ProtocolCodec.encode(m)).get() == m)
+            }
+        }
+        #expect(accepted > 100, "the mutations keep some lines valid")
+    }
+}
