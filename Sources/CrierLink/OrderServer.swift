@@ -132,7 +132,8 @@ public final class OrderServer: Sendable {
         shared.withLock { $0.port = port }
         output("listening addr=\(bound)")
         let listenFD = fd
-        let t = JoinableThread(name: "crier-ordersim") { [self] in loop(listenFD) }
+        let initial = loadState()
+        let t = JoinableThread(name: "crier-ordersim") { [self] in loop(listenFD, initial) }
         shared.withLock { $0.thread = t }
         return port
     }
@@ -183,6 +184,22 @@ public final class OrderServer: Sendable {
         return Order(id: nextID(), kind: .text(line))
     }
 
+    /// Reads and compacts the state journal (before the server thread starts, so "state loaded"
+    /// is printed before `start` returns).
+    private func loadState() -> LoadedState {
+        guard let path = config.stateFile else { return LoadedState() }
+        var loaded = Journal.load(path)
+        for w in loaded.warnings { output("state warning file=\(Self.quote(path)) problem=\(Self.quote(w))") }
+        do throws(OrderServerError) {
+            try Journal.rewrite(path, books: loaded.books, backlog: loaded.backlog)
+        } catch {
+            output("state warning file=\(Self.quote(path)) problem=\(Self.quote(error.message))")
+        }
+        output("state loaded file=\(Self.quote(path)) devices=\(loaded.books.count) unacked=\(loaded.books.values.reduce(0) { $0 + $1.count } + loaded.backlog.count)")
+        loaded.warnings = []
+        return loaded
+    }
+
     // MARK: the server thread
 
     private final class Client {
@@ -230,23 +247,17 @@ public final class OrderServer: Sendable {
         }
     }
 
-    private func loop(_ listenFD: Int32) {
+    private func loop(_ listenFD: Int32, _ initial: LoadedState) {
         defer { close(listenFD) }
         var clients: [Client] = []
         var books: [String: DeviceBook] = [:]
         var backlog: [Order] = []  // orders made before any device said hello
         var journal: Journal?
         if let path = config.stateFile {
-            let loaded = Journal.load(path)
-            for w in loaded.warnings { output("state warning file=\(Self.quote(path)) problem=\(Self.quote(w))") }
-            books = loaded.books
-            backlog = loaded.backlog
-            do throws(OrderServerError) {
-                journal = try Journal.rewrite(path, books: books, backlog: backlog)
-                output("state loaded file=\(Self.quote(path)) devices=\(books.count) unacked=\(books.values.reduce(0) { $0 + $1.count } + backlog.count)")
-            } catch {
-                output("state warning file=\(Self.quote(path)) problem=\(Self.quote(error.message)) (continuing without a journal)")
-            }
+            books = initial.books
+            backlog = initial.backlog
+            journal = Journal.openForAppend(path)
+            if journal == nil { output("state warning file=\(Self.quote(path)) problem=\(Self.quote("cannot append: \(errnoText(errno))"))") }
         }
         var rng = SplitMix64(seed: config.seed ?? UInt64.random(in: 0 ... .max))
         var made = 0
@@ -564,8 +575,13 @@ private final class Journal {
         return out
     }
 
-    /// Writes the current state to a new file, renames it over `path` and opens it for appending.
-    static func rewrite(_ path: String, books: [String: OrderServer.DeviceBook], backlog: [Order]) throws(OrderServerError) -> Journal {
+    static func openForAppend(_ path: String) -> Journal? {
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+        return fd >= 0 ? Journal(fd: fd) : nil
+    }
+
+    /// Writes the current state to a new file and renames it over `path`.
+    static func rewrite(_ path: String, books: [String: OrderServer.DeviceBook], backlog: [Order]) throws(OrderServerError) {
         let tmp = path + ".tmp"
         let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw OrderServerError(message: "cannot write \(tmp): \(errnoText(errno))") }
@@ -576,7 +592,6 @@ private final class Journal {
             for o in books[d]!.unacked { j.append(order: o, device: d) }
         }
         guard rename(tmp, path) == 0 else { throw OrderServerError(message: "cannot rename \(tmp) to \(path): \(errnoText(errno))") }
-        return j
     }
 
     func append(order: Order, device: String?) {

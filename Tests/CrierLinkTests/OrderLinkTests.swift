@@ -162,14 +162,14 @@ struct OrderLinkRawTests {
         defer { raw.close() }
         let (log, logs) = makeLog()
         let events = EventSink()
-        let link = OrderLink(config: linkConfig(port: raw.port, heartbeat: 0.3), deviceID: "d", log: log,
+        let link = OrderLink(config: linkConfig(port: raw.port, heartbeat: 0.5), deviceID: "d", log: log,
                              options: fastOptions(), onEvent: events.add)
         link.start()
         defer { link.stop() }
         #expect(raw.accept())
         _ = raw.readLine()
         raw.write("{\"type\":\"welcome\"}\n")
-        for _ in 0..<4 {
+        for _ in 0..<3 {
             #expect(raw.readLine(timeout: 1) == #"{"type":"ping"}"#)
             raw.write("{\"type\":\"pong\"}\n")
         }
