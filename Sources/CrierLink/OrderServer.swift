@@ -91,7 +91,9 @@ public final class OrderServer: Sendable {
     private let idPrefix: String
     private let counter = Atomic<Int>(0)
 
-    public init(config: OrderServerConfig, output: @escaping @Sendable (String) -> Void = { print($0) }) {
+    /// `output` defaults to `OrderServer.stdoutLine`: unbuffered, so a test reading the pipe sees
+    /// each event at once.
+    public init(config: OrderServerConfig, output: @escaping @Sendable (String) -> Void = OrderServer.stdoutLine) {
         self.config = config
         self.output = output
         idPrefix = config.idPrefix ?? "O\(wallMillis() / 1000)-"
@@ -503,6 +505,19 @@ public final class OrderServer: Sendable {
         emit("done", [("orders", String(s.orders))] + Ack.Status.allCases.map { ($0.rawValue, String(s.acks[$0] ?? 0)) }
             + [("unacked", String(s.unacked))] + (s.timedOut ? [("timed_out", "yes")] : []))
         shared.withLock { $0.summary = s; $0.finished = true }
+    }
+
+    /// Writes `line` and a newline to fd 1 with one write(2) (no stdio buffering).
+    public static let stdoutLine: @Sendable (String) -> Void = { line in
+        var b = Array(line.utf8)
+        b.append(0x0A)
+        var off = 0
+        while off < b.count {
+            let n = b[off...].withUnsafeBytes { Glibc.write(1, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return }
+            off += n
+        }
     }
 
     /// `key=value` values: bare when safe, else quoted with `"` and `\` escaped; control
