@@ -192,6 +192,7 @@ public final class OrderLink: Sendable {
         let handshakeDeadline = monotonicNow() + (options.handshakeTimeout ?? min(10, max(1, 2 * config.heartbeat)))
         var welcomed = false
         var unknownTypes = Set<String>()
+        var oddMessages = 0  // out-of-place messages logged, at most 10 per connection
         var badLines = 0
 
         while !stopping {
@@ -293,11 +294,18 @@ public final class OrderLink: Sendable {
                     case .cancel(let id) where welcomed:
                         onEvent(.cancel(id: id))
                     case .order, .cancel:
-                        log.warning("order server sent \(message.typeName) before welcome; ignored", ["server": server.description])
+                        oddMessages += 1
+                        if oddMessages <= 10 {
+                            log.warning("order server sent \(message.typeName) before welcome; ignored", ["server": server.description])
+                        }
                     case .hello, .ack:
-                        log.warning("unexpected \(message.typeName) from order server; ignored", ["server": server.description])
+                        oddMessages += 1
+                        if oddMessages <= 10 {
+                            log.warning("unexpected \(message.typeName) from order server; ignored", ["server": server.description])
+                        }
                     case .unknown(let type):
-                        if unknownTypes.insert(type).inserted {
+                        // Bounded: a hostile server cannot grow this set (or the log) without limit.
+                        if unknownTypes.count < 32, unknownTypes.insert(type).inserted {
                             log.info("ignoring messages of unknown type (newer protocol?)", ["server": server.description, "type": type])
                         }
                     }
