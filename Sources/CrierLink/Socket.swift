@@ -32,10 +32,8 @@ struct SocketError: Error, Sendable, CustomStringConvertible {
     var description: String { message }
 }
 
-/// One resolved address.
-struct SocketAddress: @unchecked Sendable, CustomStringConvertible {
-    // @unchecked: sockaddr_storage is a plain C struct of bytes (no pointers); copies are
-    // independent values, so sharing it across threads cannot race.
+/// One resolved address (used only on the thread that resolved it).
+struct SocketAddress: CustomStringConvertible {
     var storage = sockaddr_storage()
     var length: socklen_t = 0
 
