@@ -24,7 +24,7 @@ public final class ButtonReader: Sendable {
     let done = DispatchSemaphore(value: 0)
 
     public init(config: ButtonsConfig, log: Logger, makeInput: InputFactory? = nil,
-                clock: @escaping @Sendable () -> Double = Monotonic.now,
+                clock: @escaping @Sendable () -> Double = ButtonClock.now,
                 onGesture: @escaping @Sendable (Gesture) -> Void) {
         self.config = config
         self.log = log

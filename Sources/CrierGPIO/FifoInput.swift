@@ -5,7 +5,10 @@ import Glibc
 /// of a button's line, e.g. `GPIO17 0` (pressed, active low) then `GPIO17 1`. The line name is
 /// the one in `button.*` (`GPIO17`, `gpiochip0:17`); the action name (`volume_up`) works too.
 /// Levels are stamped when read, so a writer's real timing drives the real recognizer.
-/// The FIFO is created if missing and reopened whenever the last writer closes it.
+/// The FIFO is created if missing. The reader also holds a write end of its own, so writers
+/// can come and go without an end-of-file in between (a reader that closes and reopens on
+/// EOF loses what a quick next writer sends in that gap); should EOF still come, or the path
+/// be replaced by a new FIFO, it is reopened.
 public final class FifoInput: ButtonInput {
     let path: String
     let log: Logger
@@ -13,12 +16,14 @@ public final class FifoInput: ButtonInput {
     let clock: @Sendable () -> Double
     let retryEvery: Double
     var fd: Int32 = -1
+    var keepAlive: Int32 = -1
+    var checkAt = 0.0
     var buffer: [UInt8] = []
     var retryAt = 0.0
     var lastError: String?
 
     public init(path: String, config: ButtonsConfig, log: Logger, retryEvery: Double = 5,
-                clock: @escaping @Sendable () -> Double = Monotonic.now) {
+                clock: @escaping @Sendable () -> Double = ButtonClock.now) {
         self.path = path
         self.log = log
         self.clock = clock
@@ -45,6 +50,8 @@ public final class FifoInput: ButtonInput {
         let f = Glibc.open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard f >= 0 else { return fail("cannot open FIFO \(path): \(errnoText(errno))", now) }
         fd = f
+        keepAlive = Glibc.open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+        checkAt = now + retryEvery
         if lastError != nil { log.notice("buttons: FIFO \(path) open again") }
         lastError = nil
     }
@@ -61,8 +68,11 @@ public final class FifoInput: ButtonInput {
             idle(wake: wakeFD, until: [deadline, retryAt].compactMap { $0 }.min())
             return []
         }
-        let rev = pollFDs([fd], wake: wakeFD, until: deadline)[0]
-        guard rev != 0 else { return [] }
+        let rev = pollFDs([fd], wake: wakeFD, until: [deadline, checkAt].compactMap { $0 }.min())[0]
+        guard rev != 0 else {
+            if clock() >= checkAt { checkReplaced() }
+            return []
+        }
         var chunk = [UInt8](repeating: 0, count: 512)
         let n = read(fd, &chunk, chunk.count)
         let now = clock()
@@ -102,16 +112,27 @@ public final class FifoInput: ButtonInput {
         return ButtonEvent(a, level: parts[1] == "1", at: at)
     }
 
+    /// Reopens if the path now names another file (the FIFO was deleted and made again).
+    func checkReplaced() {
+        checkAt = clock() + retryEvery
+        var a = stat(), b = stat()
+        if stat(path, &a) != 0 || fstat(fd, &b) != 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev {
+            log.notice("buttons: FIFO \(path) was replaced; reopening")
+            reopen()
+        }
+    }
+
     func reopen() {
-        Glibc.close(fd)
-        fd = -1
+        close()
         buffer = []
         openFifo(now: clock())
     }
 
     public func close() {
         if fd >= 0 { Glibc.close(fd) }
+        if keepAlive >= 0 { Glibc.close(keepAlive) }
         fd = -1
+        keepAlive = -1
     }
 
     deinit { close() }

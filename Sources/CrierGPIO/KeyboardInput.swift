@@ -37,7 +37,7 @@ public final class KeyboardInput: ButtonInput {
     var usable = false
 
     public init(config: ButtonsConfig, log: Logger, fd: Int32 = STDIN_FILENO,
-                clock: @escaping @Sendable () -> Double = Monotonic.now) {
+                clock: @escaping @Sendable () -> Double = ButtonClock.now) {
         self.fd = fd
         self.log = log
         self.config = config

@@ -3,8 +3,9 @@
 import CrierCore
 import Glibc
 
-/// CLOCK_MONOTONIC in seconds: the time base of every button event and deadline.
-public enum Monotonic {
+/// CLOCK_MONOTONIC in seconds: the time base of every button event and deadline (the same
+/// clock as CrierAudio.Monotonic; its own name so a module importing both stays unambiguous).
+public enum ButtonClock {
     public static func now() -> Double {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
@@ -54,7 +55,7 @@ func pollFDs(_ fds: [Int32], wake: Int32, until deadline: Double?) -> [Int16] {
     pfds.append(pollfd(fd: wake, events: Int16(POLLIN), revents: 0))
     var timeout: Int32 = -1
     if let d = deadline {
-        let ms = (d - Monotonic.now()) * 1000
+        let ms = (d - ButtonClock.now()) * 1000
         timeout = ms <= 0 ? 0 : Int32(min(ms.rounded(.up), 3_600_000))
     }
     let n = poll(&pfds, nfds_t(pfds.count), timeout)

@@ -21,8 +21,8 @@ final class Collector<T: Sendable>: Sendable {
 
     /// Waits (really: these tests drive real threads) until `ok` holds or `timeout` passes.
     func waitFor(timeout: Double = 3, _ ok: ([T]) -> Bool) -> Bool {
-        let end = Monotonic.now() + timeout
-        while Monotonic.now() < end {
+        let end = ButtonClock.now() + timeout
+        while ButtonClock.now() < end {
             if ok(all) { return true }
             usleep(5_000)
         }
