@@ -5,7 +5,7 @@ public struct ButtonEvent: Sendable, Equatable {
     public var action: ButtonAction
     /// Electrical level: true = high.
     public var level: Bool
-    /// ButtonClock seconds.
+    /// Monotonic seconds (`ButtonClock`).
     public var at: Double
     /// The first reading after the line was (re)opened, not an edge.
     public var initial: Bool

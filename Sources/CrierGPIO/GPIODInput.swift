@@ -68,6 +68,8 @@ public final class GPIODInput: ButtonInput {
         var attempts = 0
         var retryAt = 0.0
         var where_ = ""
+        /// Last level seen (initial reading or edge), for resynchronising after lost events.
+        var level = true
     }
 
     var slots: [Slot]
@@ -107,6 +109,7 @@ public final class GPIODInput: ButtonInput {
                 }
                 slots[i].error = nil
                 slots[i].attempts = 0
+                slots[i].level = level
                 pending.append(ButtonEvent(s.action, level: level, at: clock(), initial: true))
             case .failure(let e):
                 if slots[i].error != e {
@@ -220,6 +223,25 @@ public final class GPIODInput: ButtonInput {
         for (k, i) in open.enumerated() where revents[k] != 0 {
             out += readEvents(i)
         }
+        if out.isEmpty { out = resync() }
+        return out
+    }
+
+    /// The kernel keeps a few events per line; if some were lost (overflow), the level we
+    /// believe in is wrong and a released button could look held for good. At each timeout
+    /// (the recognizer's deadlines come often while a button is down) the real levels are
+    /// read and any difference is fed as an edge.
+    func resync() -> [ButtonEvent] {
+        var out: [ButtonEvent] = []
+        let now = clock()
+        for i in slots.indices {
+            guard let l = slots[i].line else { continue }
+            let v = gpiod_line_get_value(l)
+            guard v >= 0, (v == 1) != slots[i].level else { continue }
+            slots[i].level = v == 1
+            log.debug("button \(slots[i].action.rawValue): level resynchronised (events were lost)", ["level": v])
+            out.append(ButtonEvent(slots[i].action, level: v == 1, at: now))
+        }
         return out
     }
 
@@ -238,13 +260,15 @@ public final class GPIODInput: ButtonInput {
             slots[i].retryAt = now + retryEvery
             return []
         }
-        return evs[..<Int(n)].map { ev in
+        let out = evs[..<Int(n)].map { ev in
             // The v1 uAPI stamps events with CLOCK_MONOTONIC since Linux 5.7 (REALTIME before):
             // use the kernel's time when it is plausibly ours, else the time of reading.
             let ts = ButtonClock.seconds(ev.ts)
             let at = abs(ts - now) < 1 ? min(ts, now) : now
             return ButtonEvent(slots[i].action, level: ev.event_type == Int32(GPIOD_LINE_EVENT_RISING_EDGE), at: at)
         }
+        slots[i].level = out.last!.level
+        return out
     }
 
     public func close() {

@@ -139,3 +139,27 @@ struct FifoInputTests {
         w.close()
     }
 }
+
+@Suite("FIFO replaced")
+struct FifoReplacedTests {
+    @Test("a FIFO deleted and made again is noticed and reopened")
+    func replaced() throws {
+        let d = TempDir(); defer { d.remove() }
+        let path = d.file("buttons")
+        var c = ButtonsConfig()
+        c.input = .fifo(path)
+        let (log, sink) = testLog()
+        let got = Collector<Gesture>()
+        let reader = ButtonReader(config: c, log: log, makeInput: { c, l in FifoInput(path: path, config: c, log: l, retryEvery: 0.1) }) { got.add($0) }
+        reader.start()
+        defer { reader.stop() }
+        #expect(Collector<Int>().waitFor { _ in exists(path) })
+        unlink(path)
+        mkfifo(path, 0o600)
+        #expect(Collector<Int>().waitFor { _ in sink.lines.contains { $0.contains("was replaced; reopening") } })
+        let w = try #require(FifoWriter(path))
+        w.levels([("GPIO24 0", 0.06), ("GPIO24 1", 0.06)])
+        #expect(got.waitFor { $0.map(\.kind) == [.press] })
+        w.close()
+    }
+}
