@@ -47,7 +47,7 @@ public enum ControlStateError: Error, Sendable, Equatable, CustomStringConvertib
 ///     volume=7
 ///     muted=1
 ///     muted_since=1764489600000
-///     crc32=1c291ca3
+///     crc32=e4e55d65
 ///
 /// `crc32` is the CRC-32 (IEEE) of every byte before the `crc32=` line, in lowercase hex. A
 /// file cut anywhere loses (or breaks) that last line, so a partial write is always detected.
