@@ -49,23 +49,8 @@ public enum VolumeCurve {
         linear(decibels: decibels(level: level, steps: steps, minDb: minDb))
     }
 
-    /// 10^(dB/20), without Foundation.
-    public static func linear(decibels db: Double) -> Double {
-        exp(db * 0.11512925464970228)  // ln(10) / 20
-    }
-
-    static func exp(_ x: Double) -> Double {
-        if x == 0 { return 1 }
-        let ln2 = 0.6931471805599453
-        let k = (x / ln2).rounded()
-        let r = x - k * ln2
-        var term = 1.0, sum = 1.0
-        for n in 1...20 {
-            term *= r / Double(n)
-            sum += term
-        }
-        return Double(sign: .plus, exponent: Int(k), significand: sum)
-    }
+    /// 10^(dB/20), without Foundation (the mixer's own conversion).
+    public static func linear(decibels db: Double) -> Double { Decibel.gain(db) }
 
     static func format(_ g: Double) -> String {
         let milli = Int((g * 1000).rounded())
