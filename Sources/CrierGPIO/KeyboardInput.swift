@@ -97,6 +97,9 @@ public final class KeyboardInput: ButtonInput {
                     close()
                 } else if n > 0 {
                     let now = clock()
+                    // Releases that were due before these keys came (this thread was late)
+                    // happen first, so a second tap is a second press.
+                    out += releasesDue(by: now)
                     for c in buf[..<n] {
                         guard let (a, hold) = Self.key(c), let spec = config.buttons[a], spec.line != nil else { continue }
                         let length = hold ? Double(spec.holdMs) / 1000 + tap : tap
@@ -108,10 +111,15 @@ public final class KeyboardInput: ButtonInput {
         } else {
             idle(wake: wakeFD, until: due)
         }
-        let now = clock()
-        for (a, t) in releases.sorted(by: { $0.value < $1.value }) where t <= now {
+        return out + releasesDue(by: clock())
+    }
+
+    /// Synthetic releases due by `t`, in time order.
+    func releasesDue(by t: Double) -> [ButtonEvent] {
+        var out: [ButtonEvent] = []
+        for (a, at) in releases.sorted(by: { $0.value < $1.value }) where at <= t {
             releases[a] = nil
-            out.append(ButtonEvent(a, level: !(config.buttons[a]?.pressedLevel ?? false), at: t))
+            out.append(ButtonEvent(a, level: !(config.buttons[a]?.pressedLevel ?? false), at: at))
         }
         return out
     }

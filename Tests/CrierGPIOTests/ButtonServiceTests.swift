@@ -20,21 +20,21 @@ struct ButtonServiceTests {
         let task = Task { await service.run() }
 
         let g = { (l: Int) in VolumeCurve.gain(level: l, steps: 10, minDb: -30) }
-        #expect(effects.waitFor { $0 == [.setGain(OutputGain(prompts: g(5), alerts: g(5), holdAlerts: false))] })
-        let w = try #require(FifoWriter(c.input.description.replacing("fifo:", with: "")))
-        w.levels([("GPIO17 0", 0.06), ("GPIO17 1", 0.06)])
-        #expect(effects.waitFor { $0.count == 3 })
+        #expect(await effects.waitFor { $0 == [.setGain(OutputGain(prompts: g(5), alerts: g(5), holdAlerts: false))] })
+        let w = try #require(await FifoWriter(c.input.description.replacing("fifo:", with: "")))
+        await w.levels([("GPIO17 0", 0.1), ("GPIO17 1", 0.1)])
+        #expect(await effects.waitFor { $0.count == 3 })
         #expect(Array(effects.all.suffix(2)) == [.setGain(OutputGain(prompts: g(6), alerts: g(6), holdAlerts: false)), .click])
-        w.levels([("GPIO22 0", 0.06), ("GPIO22 1", 0.06)])
-        #expect(effects.waitFor { $0.count == 4 })
+        await w.levels([("GPIO22 0", 0.1), ("GPIO22 1", 0.1)])
+        #expect(await effects.waitFor { $0.count == 4 })
         #expect(effects.all.last == .setGain(OutputGain(prompts: 0, alerts: g(4), holdAlerts: false)))
         #expect(await service.state == ControlState(volume: 6, muted: true, mutedSince: WallTime(unixMillis: 1_000)))
         // Mute ends by itself, saying so.
-        #expect(effects.waitFor(timeout: 3) { $0.contains(.say(.muteEnded)) })
+        #expect(await effects.waitFor(timeout: 3) { $0.contains(.say(.muteEnded)) })
         #expect(Array(effects.all.suffix(2)) == [.setGain(OutputGain(prompts: g(6), alerts: g(6), holdAlerts: false)), .say(.muteEnded)])
         // Replay with no history says so.
-        w.levels([("GPIO23 0", 0.06), ("GPIO23 1", 0.06)])
-        #expect(effects.waitFor { $0.last == .say(.noOrders) })
+        await w.levels([("GPIO23 0", 0.1), ("GPIO23 1", 0.1)])
+        #expect(await effects.waitFor { $0.last == .say(.noOrders) })
         w.close()
 
         task.cancel()

@@ -7,22 +7,22 @@ import Testing
 /// A writer on the FIFO, as a test script or a person with `echo GPIO17 0 > fifo` would be.
 final class FifoWriter {
     let fd: Int32
-    init?(_ path: String, timeout: Double = 3) {
+    init?(_ path: String, timeout: Double = 5) async {
         let end = ButtonClock.now() + timeout
         var fd: Int32 = -1
         while fd < 0 && ButtonClock.now() < end {
             fd = open(path, O_WRONLY | O_NONBLOCK)  // ENXIO until the reader has it open
-            if fd < 0 { usleep(5_000) }
+            if fd < 0 { await pause(0.005) }
         }
         guard fd >= 0 else { return nil }
         self.fd = fd
     }
     func send(_ s: String) { _ = Array(s.utf8).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
     /// Electrical level lines, with real pauses between them.
-    func levels(_ steps: [(String, Double)]) {
-        for (line, pause) in steps {
+    func levels(_ steps: [(String, Double)]) async {
+        for (line, wait) in steps {
             send(line + "\n")
-            if pause > 0 { usleep(UInt32(pause * 1_000_000)) }
+            if wait > 0 { await pause(wait) }
         }
     }
     func close() { Glibc.close(fd) }
@@ -40,7 +40,7 @@ struct FifoInputTests {
     }
 
     @Test("levels written to the FIFO become gestures through the real reader and recognizer")
-    func gestures() throws {
+    func gestures() async throws {
         let d = TempDir(); defer { d.remove() }
         let path = d.file("buttons")
         let (log, sink) = testLog()
@@ -48,21 +48,21 @@ struct FifoInputTests {
         let reader = ButtonReader(config: config(path), log: log) { got.add($0) }
         reader.start()
         defer { reader.stop() }
-        let w = try #require(FifoWriter(path))
+        let w = try #require(await FifoWriter(path))
 
         // A bouncy short press of mute (active low: 0 = pressed).
-        w.levels([("GPIO22 0", 0.002), ("GPIO22 1", 0.002), ("GPIO22 0", 0.08), ("GPIO22 1", 0.05)])
-        #expect(got.waitFor { $0.map(\.kind) == [.press] })
+        await w.levels([("GPIO22 0", 0.002), ("GPIO22 1", 0.002), ("GPIO22 0", 0.1), ("GPIO22 1", 0.15)])
+        #expect(await got.waitFor { $0.map(\.kind) == [.press] })
         #expect(got.all.first?.action == .mute)
 
         // A short press of replay acts on release; a hold acts at hold_ms, once.
-        w.levels([("replay 0", 0.1), ("replay 1", 0.05), ("GPIO23 0", 0.5), ("GPIO23 1", 0.05)])
-        #expect(got.waitFor { $0.count == 3 })
+        await w.levels([("replay 0", 0.1), ("replay 1", 0.15), ("GPIO23 0", 0.5), ("GPIO23 1", 0.15)])
+        #expect(await got.waitFor { $0.count == 3 })
         #expect(got.all.dropFirst().map(\.kind) == [.press, .hold])
 
         // Volume held for ~0.55 s: a press at once, then repeats every 100 ms after 300 ms.
-        w.levels([("GPIO17 0", 0.55), ("GPIO17 1", 0.05)])
-        #expect(got.waitFor { $0.filter { $0.action == .volumeUp }.count >= 3 })
+        await w.levels([("GPIO17 0", 0.55), ("GPIO17 1", 0.15)])
+        #expect(await got.waitFor { $0.filter { $0.action == .volumeUp }.count >= 3 })
         let vol = got.all.filter { $0.action == .volumeUp }
         #expect(vol.first?.kind == .press)
         #expect(vol.dropFirst().allSatisfy { if case .repeat = $0.kind { true } else { false } })
@@ -70,14 +70,14 @@ struct FifoInputTests {
         #expect(gap > 0.25 && gap < 0.4)
 
         // Nonsense is logged and ignored.
-        w.levels([("GPIO99 0", 0), ("hello", 0.05)])
-        #expect(Collector<Int>().waitFor { _ in sink.lines.contains { $0.contains("names no configured button") } })
+        await w.levels([("GPIO99 0", 0), ("hello", 0.05)])
+        #expect(await eventually { sink.lines.contains { $0.contains("names no configured button") } })
         #expect(sink.lines.contains { $0.contains("FIFO line ignored") })
         w.close()
     }
 
     @Test("the FIFO is created if missing and reopened when a writer closes it")
-    func reopen() throws {
+    func reopen() async throws {
         let d = TempDir(); defer { d.remove() }
         let path = d.file("buttons")
         let (log, _) = testLog()
@@ -85,10 +85,10 @@ struct FifoInputTests {
         let reader = ButtonReader(config: config(path), log: log) { got.add($0) }
         reader.start()
         for n in 1...3 {
-            let w = try #require(FifoWriter(path))
-            w.levels([("GPIO24 0", 0.06), ("GPIO24 1", 0.06)])  // levels are stamped when read
+            let w = try #require(await FifoWriter(path))
+            await w.levels([("GPIO24 0", 0.1), ("GPIO24 1", 0.1)])  // levels are stamped when read
             w.close()  // EOF for the reader
-            #expect(got.waitFor { $0.count == n })
+            #expect(await got.waitFor { $0.count == n })
         }
         #expect(got.all.allSatisfy { $0.action == .acknowledge && $0.kind == .press })
         var st = stat()
@@ -99,19 +99,19 @@ struct FifoInputTests {
     }
 
     @Test("a path that is not a FIFO: a clear error, retried, the box goes on")
-    func notAFifo() throws {
+    func notAFifo() async throws {
         let d = TempDir(); defer { d.remove() }
         let path = d.file("buttons")
         writeFile(path, [1, 2, 3])
         let (log, sink) = testLog()
         let reader = ButtonReader(config: config(path), log: log) { _ in }
         reader.start()
-        #expect(Collector<Int>().waitFor { _ in sink.lines.contains { $0.contains("exists and is not a FIFO") } })
+        #expect(await eventually { sink.lines.contains { $0.contains("exists and is not a FIFO") } })
         reader.stop()
     }
 
     @Test("FIFO to Controls: volume down, mute and acknowledge give the effects the runtime performs")
-    func toControls() throws {
+    func toControls() async throws {
         let d = TempDir(); defer { d.remove() }
         let path = d.file("buttons")
         let (log, _) = testLog()
@@ -123,10 +123,10 @@ struct FifoInputTests {
         }
         reader.start()
         defer { reader.stop() }
-        let w = try #require(FifoWriter(path))
-        w.levels([("GPIO27 0", 0.06), ("GPIO27 1", 0.06), ("GPIO22 0", 0.06), ("GPIO22 1", 0.06),
-                  ("GPIO24 0", 0.06), ("GPIO24 1", 0.06), ("GPIO23 0", 0.06), ("GPIO23 1", 0.06)])
-        #expect(effects.waitFor { $0.contains(.replay(0)) })
+        let w = try #require(await FifoWriter(path))
+        await w.levels([("GPIO27 0", 0.1), ("GPIO27 1", 0.1), ("GPIO22 0", 0.1), ("GPIO22 1", 0.1),
+                        ("GPIO24 0", 0.1), ("GPIO24 1", 0.1), ("GPIO23 0", 0.1), ("GPIO23 1", 0.1)])
+        #expect(await effects.waitFor { $0.contains(.replay(0)) })
         let g6 = VolumeCurve.gain(level: 6, steps: 10, minDb: -30)
         let g4 = VolumeCurve.gain(level: 4, steps: 10, minDb: -30)
         #expect(effects.all == [
@@ -143,7 +143,7 @@ struct FifoInputTests {
 @Suite("FIFO replaced")
 struct FifoReplacedTests {
     @Test("a FIFO deleted and made again is noticed and reopened")
-    func replaced() throws {
+    func replaced() async throws {
         let d = TempDir(); defer { d.remove() }
         let path = d.file("buttons")
         var c = ButtonsConfig()
@@ -153,13 +153,13 @@ struct FifoReplacedTests {
         let reader = ButtonReader(config: c, log: log, makeInput: { c, l in FifoInput(path: path, config: c, log: l, retryEvery: 0.1) }) { got.add($0) }
         reader.start()
         defer { reader.stop() }
-        #expect(Collector<Int>().waitFor { _ in exists(path) })
+        #expect(await eventually { exists(path) })
         unlink(path)
         mkfifo(path, 0o600)
-        #expect(Collector<Int>().waitFor { _ in sink.lines.contains { $0.contains("was replaced; reopening") } })
-        let w = try #require(FifoWriter(path))
-        w.levels([("GPIO24 0", 0.06), ("GPIO24 1", 0.06)])
-        #expect(got.waitFor { $0.map(\.kind) == [.press] })
+        #expect(await eventually { sink.lines.contains { $0.contains("was replaced; reopening") } })
+        let w = try #require(await FifoWriter(path))
+        await w.levels([("GPIO24 0", 0.1), ("GPIO24 1", 0.1)])
+        #expect(await got.waitFor { $0.map(\.kind) == [.press] })
         w.close()
     }
 }

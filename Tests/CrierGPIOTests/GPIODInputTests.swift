@@ -46,13 +46,13 @@ struct GPIODInputTests {
     }
 
     @Test("the reader keeps retrying in the background and stops promptly")
-    func readerWithoutChip() throws {
+    func readerWithoutChip() async throws {
         try #require(noChip)
         let (log, sink) = testLog()
         let got = Collector<Gesture>()
         let reader = ButtonReader(config: ButtonsConfig(), log: log) { got.add($0) }
         reader.start()
-        #expect(Collector<Int>().waitFor(timeout: 2) { _ in sink.lines.filter { $0.contains("not found on any gpiochip") }.count == 5 })
+        #expect(await eventually(timeout: 2) { sink.lines.filter { $0.contains("not found on any gpiochip") }.count == 5 })
         let t = ButtonClock.now()
         reader.stop()
         #expect(ButtonClock.now() - t < 0.5)  // woken, not waiting for the 5 s retry

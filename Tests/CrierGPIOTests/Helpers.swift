@@ -20,11 +20,12 @@ final class Collector<T: Sendable>: Sendable {
     var all: [T] { items.withLock { $0 } }
 
     /// Waits (really: these tests drive real threads) until `ok` holds or `timeout` passes.
-    func waitFor(timeout: Double = 3, _ ok: ([T]) -> Bool) -> Bool {
+    /// Sleeps with Task.sleep, so no thread of the shared pool is blocked meanwhile.
+    func waitFor(timeout: Double = 5, _ ok: ([T]) -> Bool) async -> Bool {
         let end = ButtonClock.now() + timeout
         while ButtonClock.now() < end {
             if ok(all) { return true }
-            usleep(5_000)
+            try? await Task.sleep(for: .milliseconds(5))
         }
         return ok(all)
     }
@@ -60,3 +61,18 @@ func readFile(_ path: String) -> [UInt8]? {
 }
 
 func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+
+/// Real-time pause without blocking a pool thread.
+func pause(_ seconds: Double) async {
+    try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
+}
+
+/// Waits until `ok` holds (or `timeout`).
+func eventually(timeout: Double = 5, _ ok: () -> Bool) async -> Bool {
+    let end = ButtonClock.now() + timeout
+    while ButtonClock.now() < end {
+        if ok() { return true }
+        await pause(0.005)
+    }
+    return ok()
+}

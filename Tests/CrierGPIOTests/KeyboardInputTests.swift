@@ -26,7 +26,7 @@ private struct PTY {
 @Suite("Keyboard input", .serialized)
 struct KeyboardInputTests {
     @Test("keys press and release buttons through the recognizer; raw mode is undone on close")
-    func keys() throws {
+    func keys() async throws {
         let pty = try #require(PTY())
         defer { pty.close() }
         let before = pty.lflag()
@@ -39,18 +39,18 @@ struct KeyboardInputTests {
         let reader = ButtonReader(config: c, log: log, makeInput: { c, l in KeyboardInput(config: c, log: l, fd: pty.slave) }) { got.add($0) }
         reader.start()
         // Raw mode is on once the input exists.
-        #expect(Collector<Int>().waitFor { _ in pty.lflag() & tcflag_t(ICANON) == 0 })
+        #expect(await eventually { pty.lflag() & tcflag_t(ICANON) == 0 })
         pty.type("+")
-        #expect(got.waitFor { $0.count == 1 })
-        usleep(150_000)
+        #expect(await got.waitFor { $0.count == 1 })
+        await pause(0.150)
         pty.type("m")
-        usleep(150_000)
+        await pause(0.150)
         pty.type("r")
-        usleep(150_000)
+        await pause(0.150)
         pty.type("R")  // replay held
-        usleep(600_000)
+        await pause(0.600)
         pty.type("a-x")  // x: not a key; a and - at once
-        #expect(got.waitFor { $0.count == 6 })
+        #expect(await got.waitFor { $0.count == 6 })
         let seen = got.all.map { "\($0.action.rawValue) \($0.kind)" }
         #expect(Array(seen.prefix(4)) == ["volume_up press", "mute press", "replay press", "replay hold"])
         #expect(Set(seen.dropFirst(4)) == ["acknowledge press", "volume_down press"])  // typed together
@@ -59,7 +59,7 @@ struct KeyboardInputTests {
     }
 
     @Test("not a terminal: said clearly, no buttons, stops promptly")
-    func notATTY() {
+    func notATTY() async {
         var fds: [Int32] = [-1, -1]
         #expect(pipe(&fds) == 0)
         defer { close(fds[0]); close(fds[1]) }
