@@ -49,7 +49,8 @@ public actor ButtonService {
     public struct Hooks: Sendable {
         /// How many alerts the alert queue can replay right now.
         public var historyCount: @Sendable () async -> Int
-        /// Performs one effect; called in order, never with `.persist`.
+        /// Performs one effect; called in order, never with `.persist`. Return promptly (queue
+        /// the speech, do not wait for it to finish): button handling waits for this.
         public var perform: @Sendable (ControlEffect) async -> Void
 
         public init(historyCount: @escaping @Sendable () async -> Int, perform: @escaping @Sendable (ControlEffect) async -> Void) {
