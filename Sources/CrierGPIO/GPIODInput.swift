@@ -158,10 +158,12 @@ public final class GPIODInput: ButtonInput {
         let chipName = gpiod_line_get_chip(l).flatMap { gpiod_chip_name($0) }.map { String(cString: $0) } ?? "?"
         s.where_ = "\(chipName):\(gpiod_line_offset(l))"
         var rc = request(l, bias: s.spec.bias)
-        if rc != 0, errno == EINVAL || errno == EOPNOTSUPP, s.spec.bias != .disabled {
+        if rc != 0, errno == EINVAL || errno == EOPNOTSUPP {
             // Kernels before 5.5 cannot set bias: take the line as it is and say so.
-            log.warning("button \(s.action.rawValue): this kernel cannot set \(s.spec.bias.rawValue) on \(s.ref); using the line without bias (fit an external resistor)")
             rc = request(l, bias: nil)
+            if rc == 0 {
+                log.warning("button \(s.action.rawValue): this kernel cannot set bias \(s.spec.bias.rawValue) on \(s.ref); using the line as it is (fit an external resistor)")
+            }
         }
         if rc != 0 {
             let e = errno
