@@ -116,6 +116,7 @@ public struct CrierConfig: Sendable, Equatable {
     public var templates = Templates()
     public var alerts = AlertConfig()
     public var status = StatusPromptConfig()
+    public var buttons = ButtonsConfig()
     public var log = LogConfig()
 
     public init() {}
@@ -124,7 +125,7 @@ public struct CrierConfig: Sendable, Equatable {
 
     /// Every key, in the order docs and `crier check-config` print them.
     public static let schema: [ConfigKey] = generalKeys + audioKeys + speechKeys + Templates.keys + AlertConfig.keys
-        + StatusPromptConfig.keys + logKeys
+        + StatusPromptConfig.keys + ButtonsConfig.keys + logKeys
 
     /// The effective configuration as `key = value` lines, keys in schema order.
     public func rendered(schema: [ConfigKey] = CrierConfig.schema) -> String {
