@@ -4,6 +4,7 @@ Hardware-free: nothing here needs a Pi, a sound card, a GPIO chip or a running s
 Tools the tests need are installed through apt when missing (CI is a fresh Debian 12).
 """
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -38,6 +39,21 @@ def ensure_packages(*pkgs):
         r = subprocess.run(install, capture_output=True, text=True, env=env)
     if r.returncode != 0:
         pytest.fail("apt-get install %s failed:\n%s" % (" ".join(missing), r.stderr))
+
+
+CONF_LINE = re.compile(r"^(#?)([a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*)\s*=\s*(.*?)\s*$")
+
+
+def read_conf(text):
+    """key -> value from a crier.conf: active `key = value` lines, and `#key = value` lines
+    (a documented default, the form `crier config --example` prints); active lines win.
+    Prose comments start with "# " and are not keys."""
+    active, documented = {}, {}
+    for line in text.splitlines():
+        m = CONF_LINE.match(line.strip())
+        if m:
+            (documented if m.group(1) else active)[m.group(2)] = m.group(3)
+    return {**documented, **active}
 
 
 def find_crier():

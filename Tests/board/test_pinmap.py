@@ -5,7 +5,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, read_conf
 
 SVG_NS = {"s": "http://www.w3.org/2000/svg"}
 
@@ -82,12 +82,7 @@ def test_default_buttons_are_the_documented_ones():
 
 
 def test_example_config_uses_the_table_pins():
-    conf = {}
-    for line in (ROOT / "board/crier.conf").read_text(encoding="utf-8").splitlines():
-        line = line.split("#", 1)[0].strip()
-        if "=" in line:
-            k, v = (x.strip() for x in line.split("=", 1))
-            conf[k] = v
+    conf = read_conf((ROOT / "board/crier.conf").read_text(encoding="utf-8"))
     for r in table_rows():
         if r["key"].startswith("button."):
             assert conf.get(r["key"]) == r["signal"], \
