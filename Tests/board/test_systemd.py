@@ -57,6 +57,23 @@ def test_unit_verifies_cleanly(unit_with_real_binary):
         "systemd-analyze verify:\n" + r.stdout + r.stderr
 
 
+def test_unit_with_the_kiosk_dropin_verifies(unit_with_real_binary):
+    d = unit_with_real_binary.parent / "crier.service.d"
+    d.mkdir()
+    (d / "kiosk.conf").write_text((SYSTEMD / "kiosk.conf").read_text())
+    r = subprocess.run(["systemd-analyze", "verify", "--man=no", str(unit_with_real_binary)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and r.stderr.strip() == "", r.stderr
+    # and the drop-in is really read: a typo in it is reported
+    (d / "kiosk.conf").write_text("[Unit]\nStartLimitActin=reboot\n")
+    r = subprocess.run(["systemd-analyze", "verify", "--man=no", str(unit_with_real_binary)],
+                       capture_output=True, text=True)
+    assert "StartLimitActin" in r.stderr
+    body = [l for l in (SYSTEMD / "kiosk.conf").read_text().splitlines()
+            if l and not l.startswith("#")]
+    assert body == ["[Unit]", "StartLimitAction=reboot"]
+
+
 def test_verify_would_catch_a_typo(tmp_path, unit_with_real_binary):
     bad = tmp_path / "units" / "crier.service"
     bad.write_text(unit_with_real_binary.read_text().replace("NoNewPrivileges=", "NoNewPrivilege="))
