@@ -162,3 +162,35 @@ def test_lintian(deb):
                 and l.split()[2] not in ACCEPTED_WARNINGS]
     print("\n  lintian: %d error(s), %d warning(s)" % (len(errors), len(warnings)))
     assert not errors and not warnings, "\n".join(errors + warnings)
+
+
+@pytest.mark.skipif(os.environ.get("CRIER_TEST_INSTALL") != "1",
+                    reason="installs the .deb into a fresh Debian 12 root with mmdebstrap "
+                           "(~3 min, downloads ~100 MB): set CRIER_TEST_INSTALL=1")
+def test_installs_and_purges_in_a_fresh_bookworm(deb, tmp_path):
+    """The real thing, minus booting: apt resolves Depends in bookworm, the postinst creates
+    the user and groups, the state dir, the config on /boot/firmware, enables the unit; purge
+    cleans up. Needs root (mmdebstrap --mode=root) and the Debian mirror."""
+    ensure_packages("mmdebstrap")
+    pkg = tmp_path / os.path.basename(deb["path"])
+    pkg.write_bytes(open(deb["path"], "rb").read())
+    report = tmp_path / "report.txt"
+    checks = ("id crier; getent group gpio; stat -c '%U:%G %a' /var/lib/crier; "
+              "test -s /boot/firmware/crier.conf && echo conf-ok; systemctl is-enabled crier; "
+              "crier --version; apt-get purge -y -q crier >/dev/null 2>&1; "
+              "test -e /var/lib/crier || echo purged-state; "
+              "test -e /etc/systemd/system/multi-user.target.wants/crier.service || echo purged-link")
+    r = subprocess.run(
+        ["mmdebstrap", "--variant=minbase", "--include=systemd-sysv", "--mode=root",
+         "--setup-hook", 'mkdir -p "$1/boot/firmware"',
+         "--customize-hook", 'cp %s "$1/tmp/"' % pkg,
+         "--customize-hook", 'chroot "$1" apt-get install -y -q /tmp/%s' % pkg.name,
+         "--customize-hook", 'chroot "$1" sh -c "%s" > %s 2>&1' % (checks, report),
+         "bookworm", "/dev/null"],
+        capture_output=True, text=True, timeout=900)
+    out = report.read_text() if report.exists() else ""
+    assert r.returncode == 0, r.stderr[-3000:] + out
+    assert re.search(r"uid=\d+\(crier\).*\(audio\).*\(gpio\)", out) or \
+        all(g in out.splitlines()[0] for g in ("(audio)", "(gpio)", "(dialout)")), out
+    for want in ("crier:crier 750", "conf-ok", "enabled", "purged-state", "purged-link"):
+        assert want in out, out
