@@ -31,10 +31,13 @@ def static_release_binary():
 
 
 @pytest.fixture(scope="module")
-def deb():
+def deb(tmp_path_factory):
     ensure_packages("dpkg-dev", "binutils", "file", "lintian")
     binary = static_release_binary()
-    cmd = ["bash", str(ROOT / "scripts/build-deb.sh"), "--fast"]
+    # not into out/: the image recipe takes out/'s package, which only an explicit
+    # scripts/build-deb.sh run (with its own fresh release build) should write
+    outdir = tmp_path_factory.mktemp("deb")
+    cmd = ["bash", str(ROOT / "scripts/build-deb.sh"), "--fast", "--out", str(outdir)]
     if binary:
         cmd += ["--binary", binary]
     t0 = time.monotonic()
@@ -65,9 +68,12 @@ def contents(deb):
 
 
 def test_path_is_the_stable_one(deb):
+    """out/crier_<version>_<arch>.deb: the path the image recipe consumes."""
     arch = subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True).stdout.strip()
     version = field(deb, "Version")
-    assert deb["path"] == str(ROOT / "out" / ("crier_%s_%s.deb" % (version, arch)))
+    assert os.path.basename(deb["path"]) == "crier_%s_%s.deb" % (version, arch)
+    script = (ROOT / "scripts/build-deb.sh").read_text()
+    assert 'OUT="$ROOT/out"' in script and 'DEB="$OUT/crier_${VERSION}_${ARCH}.deb"' in script
 
 
 def test_metadata(deb):
