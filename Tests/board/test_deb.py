@@ -159,6 +159,17 @@ def test_files_are_the_board_files(deb, tmp_path):
         assert os.access(ctrl / s, os.X_OK)
 
 
+def test_reproducible(deb, tmp_path):
+    """Same binary, same commit: byte-identical package (timestamps from the commit)."""
+    if not deb["binary"]:
+        pytest.skip("only with a given binary (a second release build would take minutes)")
+    r = subprocess.run(["bash", str(ROOT / "scripts/build-deb.sh"), "--fast", "--binary",
+                        deb["binary"], "--out", str(tmp_path)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    again = r.stdout.strip().splitlines()[-1]
+    assert open(again, "rb").read() == open(deb["path"], "rb").read()
+
+
 def test_lintian(deb):
     r = subprocess.run(["lintian", "--no-tag-display-limit", deb["path"]],
                        capture_output=True, text=True)
