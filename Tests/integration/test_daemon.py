@@ -286,3 +286,40 @@ def test_burst_of_10000_orders_every_id_acked(box):
     assert after - before < 10 * 1024
     err = "\n".join(crier.lines())
     assert "reason=queue_full" in err
+
+
+def test_idle_keepalive_cpu_on_null_pcm(box):
+    """Prints (does not assert) the CPU of 10 s of keep-alive on the self-paced null PCM; asserts
+    the stream ran the whole time at the real rate."""
+    box.write_conf("audio.device = null\nstatus.on_start = off\ninput = fifo:%s\nstate.path = %s\n" % (
+        box.tmp / "b.fifo", box.tmp / "state"))
+    crier = Proc([CRIER, "run", "--config", box.conf], env=box.env)
+    crier.wait_for(r"INFO audio: opened device=null type=NULL")
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def cpu():
+        with open("/proc/%d/stat" % crier.p.pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / tick
+
+    def switches():
+        total = 0
+        for t in os.listdir("/proc/%d/task" % crier.p.pid):
+            try:
+                with open("/proc/%d/task/%s/status" % (crier.p.pid, t)) as f:
+                    for line in f:
+                        if "ctxt_switches" in line:
+                            total += int(line.split()[1])
+            except FileNotFoundError:
+                pass
+        return total
+
+    c0, s0, t0 = cpu(), switches(), time.monotonic()
+    time.sleep(10)
+    c1, s1, t1 = cpu(), switches(), time.monotonic()
+    assert crier.p.poll() is None, "still running"
+    rc = crier.stop()
+    assert rc == 0
+    print("\nidle keep-alive on null PCM: %.2f %% of one core, %.0f context switches/s over %.1f s" % (
+        100 * (c1 - c0) / (t1 - t0), (s1 - s0) / (t1 - t0), t1 - t0))
+    assert (c1 - c0) / (t1 - t0) < 0.5, "nowhere near spinning a core"
