@@ -229,7 +229,7 @@ public final class OrderServer: Sendable {
         let fd: Int32
         let transport: LinkTransport
         let addr: String
-        let signer: (@Sendable (JSONObject) -> JSONObject)?
+        let signer: OrderSigner?
         var device: String?
         var framer = LineFramer()
         var out: [UInt8] = []
@@ -237,7 +237,7 @@ public final class OrderServer: Sendable {
         var lastSent = monotonicNow()
         var closeAfterFlush = false
         var closeReason: String?
-        init(transport: LinkTransport, addr: String, signer: (@Sendable (JSONObject) -> JSONObject)?) {
+        init(transport: LinkTransport, addr: String, signer: OrderSigner?) {
             self.fd = transport.fd
             self.transport = transport
             self.addr = addr
@@ -247,7 +247,7 @@ public final class OrderServer: Sendable {
             switch m {
             case .order, .cancel:
                 if let signer {
-                    out += JSON.write(.object(signer(ProtocolCodec.object(m))))
+                    out += JSON.write(.object(signer.sign(ProtocolCodec.object(m))))
                     out.append(0x0A)
                     return
                 }
@@ -287,11 +287,7 @@ public final class OrderServer: Sendable {
 
     private func loop(_ listenFD: Int32, _ initial: LoadedState, _ tls: TLSContext?) {
         defer { close(listenFD) }
-        var signer: (@Sendable (JSONObject) -> JSONObject)?
-        if let key = config.key {
-            let clock = unixNow
-            signer = { (o: JSONObject) -> JSONObject in OrderSigning.sign(o, ts: clock(), key: key, mac: Crypto.hmacSHA256) }
-        }
+        let signer = config.key.map { OrderSigner(key: $0, clock: unixNow) }
         var clients: [Client] = []
         var books: [String: DeviceBook] = [:]
         var backlog: [Order] = []  // orders made before any device said hello
@@ -586,6 +582,31 @@ public final class OrderServer: Sendable {
             q.append(ch)
         }
         return q + "\""
+    }
+}
+
+/// Signs orders and cancels at send time. Each send of the same id gets a larger `ts` than the
+/// one before, even within one second, so a quick redelivery is never taken for a replay.
+/// Server thread only.
+final class OrderSigner {
+    let key: [UInt8]
+    let clock: @Sendable () -> Int64
+    private var lastTS: [String: Int64] = [:]
+
+    init(key: [UInt8], clock: @escaping @Sendable () -> Int64) {
+        self.key = key
+        self.clock = clock
+    }
+
+    func sign(_ o: JSONObject) -> JSONObject {
+        let now = clock()
+        var id = ""
+        if case .string(let s)? = o["id"] { id = s }
+        if case .string(let t)? = o["type"] { id = t + ":" + id }
+        let ts = max(now, (lastTS[id] ?? Int64.min) &+ 1)
+        if lastTS.count > 20_000 { lastTS = lastTS.filter { $0.value > now - 2 * OrderSigning.window } }
+        lastTS[id] = ts
+        return OrderSigning.sign(o, ts: ts, key: key, mac: Crypto.hmacSHA256)
     }
 }
 
