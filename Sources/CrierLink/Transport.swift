@@ -64,10 +64,10 @@ final class TLSContext: @unchecked Sendable {
         if let ca = caFile {
             guard SSL_CTX_load_verify_locations(ctx, ca, nil) == 1 else {
                 let why = access(ca, R_OK) != 0 ? errnoText(errno) : "no PEM certificate in it (\(opensslErrors()))"
-                return .failure(TLSFailure(verification: true, message: "cannot load server.ca \(ca): \(why)"))
+                return .failure(TLSFailure(verification: true, message: "TLS setup failed: cannot load server.ca \(ca): \(why)"))
             }
         } else if SSL_CTX_set_default_verify_paths(ctx) != 1 {
-            return .failure(TLSFailure(verification: true, message: "cannot load the system CA store: \(opensslErrors()); set server.ca in crier.conf"))
+            return .failure(TLSFailure(verification: true, message: "TLS setup failed: cannot load the system CA store: \(opensslErrors()); set server.ca in crier.conf"))
         }
         return .success(c)
     }
