@@ -92,6 +92,8 @@ public struct SpeechConfig: Sendable, Equatable {
         .en: VoiceConfig(voice: "en-us", rate: 165, pitch: 50, volume: 100),
     ]
     public var maxChars = 500
+    /// Seconds one synthesis may take before it is cut off (the order is then acked rejected).
+    public var deadline = 5.0
     public var dataPath = ""
 }
 
@@ -297,6 +299,10 @@ extension CrierConfig {
                       doc: "Longest text spoken for one alert; longer text is cut (and the cut is logged).",
                       apply: { c, v throws(ConfigValueError) in c.speech.maxChars = try ConfigValue.int(v, 20...2000) },
                       render: { String($0.speech.maxChars) }),
+            ConfigKey("speech.deadline", section: "speech", default: "5",
+                      doc: "Seconds one synthesis may take; past it espeak-ng is stopped, the order acked rejected (speech_failed) and the box carries on.",
+                      apply: { c, v throws(ConfigValueError) in c.speech.deadline = try ConfigValue.number(v, 0.001...60) },
+                      render: { ConfigValue.fmt($0.speech.deadline) }),
             ConfigKey("speech.data_path", section: "speech", default: "",
                       doc: "Directory that contains espeak-ng-data/; empty uses the system's (/usr/lib/*/espeak-ng-data).",
                       apply: { c, v in c.speech.dataPath = v }, render: { $0.speech.dataPath }),
