@@ -69,6 +69,19 @@ public struct ConfigParser: Sendable {
         return Result(config: config, diagnostics: diags, setKeys: setKeys)
     }
 
+    /// The value a `key = value` line gives, exactly as `parse` reads it (nil: not such a line).
+    public static func value(ofLine raw: Substring) -> String? {
+        var line = raw
+        if line.hasSuffix("\r") { line = line.dropLast() }
+        let stripped = stripComment(line).trimmed
+        guard let eq = stripped.firstIndex(of: "=") else { return nil }
+        var value = stripped[stripped.index(after: eq)...].trimmed
+        if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
+            value = String(value.dropFirst().dropLast())
+        }
+        return value
+    }
+
     /// Everything from an unquoted `#` that starts the line or follows whitespace.
     static func stripComment(_ line: Substring) -> Substring {
         var inQuotes = false

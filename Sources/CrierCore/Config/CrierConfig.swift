@@ -180,8 +180,11 @@ public struct CrierConfig: Sendable, Equatable {
     public func rendered(schema: [ConfigKey] = CrierConfig.schema) -> String {
         schema.map { k in
             let v = k.value(in: self)
-            let needsQuotes = v.hasPrefix(" ") || v.hasSuffix(" ") || v.contains("#")
-            return "\(k.name) = \(needsQuotes ? "\"\(v)\"" : v)"
+            // Bare if that reads back the same, else in quotes (spaces at the ends, a `#`, a
+            // value that itself starts and ends with `"`); the format has no escapes, so the
+            // parser's own reading decides.
+            let bare = "\(k.name) = \(v)"
+            return ConfigParser.value(ofLine: Substring(bare)) == v ? bare : "\(k.name) = \"\(v)\""
         }.joined(separator: "\n") + "\n"
     }
 
