@@ -27,4 +27,15 @@ struct FuzzRegressionTests {
         let (ok, diff) = Self.configRoundTrips(input)
         #expect(ok, "\(diff)")
     }
+
+    @Test("config: long unknown keys do not make the did-you-mean search quadratic (12 s under ASan before the fix)")
+    func configLongUnknownKeys() {
+        let text = String(repeating: String(repeating: "a", count: 2000) + " = 1\n", count: 4) + "audio.rte = 1\n"
+        let clock = ContinuousClock()
+        var r: ConfigParser.Result?
+        let took = clock.measure { r = ConfigParser().parse(text, file: "c.conf") }
+        #expect(r?.diagnostics.count == 5)
+        #expect(r?.diagnostics.last?.message == "unknown key, ignored (did you mean audio.rate?)")
+        #expect(took < .seconds(1), "\(took)")
+    }
 }
