@@ -164,7 +164,10 @@ refresh_initramfs() {
 
 # ---------------------------------------------------------------------------------------------
 run_scenario() {
-  local name=$1
+  local name=$1 f
+  if [ ! -f "$VMDIR/scenarios/$name.sh" ]; then  # "1" or "1-order" → 1-order-speech
+    for f in "$VMDIR/scenarios/$name"-*.sh; do [ -f "$f" ] && name=$(basename "$f" .sh) && break; done
+  fi
   [ -f "$VMDIR/scenarios/$name.sh" ] || die "no scenario $name (scripts/vm/scenarios/$name.sh)"
   python3 "$VMDIR/host.py" --kdir "$KDIR" --repo "$ROOT" --scenario "$name"
 }

@@ -59,3 +59,55 @@ pcm_params() {
   local f="/proc/asound/$1/pcm${2}p/sub0/hw_params"
   awk '$1=="format:"{f=$2} $1=="channels:"{c=$2} $1=="rate:"{r=$2} END{if(f)print f, c, r}' "$f"
 }
+
+# --- Crier -------------------------------------------------------------------------------------
+# crier_config [EXTRA LINES...]: writes /tmp/crier.conf (the contract's keys + extra lines).
+crier_config() {
+  {
+    echo "audio.device = hw:Loopback,0"
+    echo "server = tcp://10.0.2.100:7000"
+    echo "device.id = vm"
+    local l; for l in "$@"; do echo "$l"; done
+  } > /tmp/crier.conf
+  cp /tmp/crier.conf "$RESULTS/crier.conf"
+}
+
+# crier_start: starts `crier run` (log in $RESULTS/crier.log), waits for ' INFO runtime: ready',
+# for the PCM to be open and, when a server is configured, for the TCP connection to
+# 10.0.2.100:7000. Sets CRIER_PID and PCM_PARAMS ("FORMAT CHANNELS RATE").
+crier_start() {
+  local t0; t0=$(uptime_s)
+  "$CRIER_BIN" run --config /tmp/crier.conf 2>>"$RESULTS/crier.log" &
+  CRIER_PID=$!
+  wait_log "$RESULTS/crier.log" ' INFO runtime: ready' 60 || { fail "crier never logged 'INFO runtime: ready'"; return 1; }
+  say "crier ready after $(awk -v a="$t0" -v b="$(uptime_s)" 'BEGIN{printf "%.2f", b-a}') s (pid $CRIER_PID)"
+  local end=$((SECONDS + 20))
+  until PCM_PARAMS=$(pcm_params Loopback 0) && [ -n "$PCM_PARAMS" ]; do
+    ((SECONDS < end)) || { fail "hw:Loopback,0 not open 20 s after ready"; return 1; }
+    sleep 0.1
+  done
+  say "PCM open: $PCM_PARAMS"
+  if grep -q '^server = .' /tmp/crier.conf; then
+    # 10.0.2.100:7000 is 6402000A:1B58 in /proc/net/tcp; state 01 = ESTABLISHED
+    end=$((SECONDS + 30))
+    until awk '$3=="6402000A:1B58" && $4=="01"{f=1} END{exit !f}' /proc/net/tcp; do
+      ((SECONDS < end)) || { fail "no TCP connection to 10.0.2.100:7000 within 30 s"; return 1; }
+      sleep 0.1
+    done
+    say "connected to the order server"
+  fi
+}
+
+crier_stop() {
+  [ -n "${CRIER_PID:-}" ] || return 0
+  kill -TERM "$CRIER_PID" 2>/dev/null || true
+  local i; for i in $(seq 50); do kill -0 "$CRIER_PID" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$CRIER_PID" 2>/dev/null || true
+  wait "$CRIER_PID" 2>/dev/null || true
+  CRIER_PID=
+}
+
+# capture ARGS...: scripts/vm/lib/capture.py on hw:Loopback,1 with the playback's parameters.
+capture() {
+  python3 "$REPO/scripts/vm/lib/capture.py" --device hw:Loopback,1 --params "$PCM_PARAMS" "$@"
+}

@@ -3,14 +3,15 @@ import array, math, wave
 
 
 def load(path):
-    """→ (rate, mono samples as floats in [-1, 1]) of a 16-bit WAV (channels averaged)."""
+    """→ (rate, mono samples as floats in [-1, 1]) of a 16/32-bit WAV (channels averaged)."""
     with wave.open(path) as w:
-        assert w.getsampwidth() == 2, "expected 16-bit samples"
-        rate, ch = w.getframerate(), w.getnchannels()
-        a = array.array("h", w.readframes(w.getnframes()))
+        width, rate, ch = w.getsampwidth(), w.getframerate(), w.getnchannels()
+        assert width in (2, 4), "expected 16- or 32-bit samples"
+        a = array.array("h" if width == 2 else "i", w.readframes(w.getnframes()))
+    full = 32768.0 if width == 2 else 2147483648.0
     if ch > 1:
         a = [sum(a[i:i + ch]) / ch for i in range(0, len(a), ch)]
-    return rate, [s / 32768.0 for s in a]
+    return rate, [s / full for s in a]
 
 
 def rms(x):

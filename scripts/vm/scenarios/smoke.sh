@@ -59,4 +59,4 @@ if [ -x "$CRIER_BIN" ]; then
 else
   say "note: no crier binary at $CRIER_BIN (skipped its check)"
 fi
-[ ! -s "$RESULTS/failures" ]
+[ ! -s "$RESULTS/failures" ] || { say "failures:"; cat "$RESULTS/failures"; exit 1; }
