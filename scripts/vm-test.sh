@@ -169,6 +169,9 @@ run_scenario() {
     for f in "$VMDIR/scenarios/$name"-*.sh; do [ -f "$f" ] && name=$(basename "$f" .sh) && break; done
   fi
   [ -f "$VMDIR/scenarios/$name.sh" ] || die "no scenario $name (scripts/vm/scenarios/$name.sh)"
+  if [ "$name" != smoke ] && [ ! -x "$CRIER_BIN" ]; then
+    log "no crier binary at $CRIER_BIN (swift build, or set CRIER_BIN)"; return 1
+  fi
   python3 "$VMDIR/host.py" --kdir "$KDIR" --repo "$ROOT" --scenario "$name"
 }
 

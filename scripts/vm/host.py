@@ -162,7 +162,13 @@ threading.Thread(target=serve_ctl, daemon=True).start()
 kdir = a.kdir
 nic = "user,model=virtio-net-pci,restrict=on"
 if port:
-    nic += f",guestfwd=tcp:10.0.2.100:7000-tcp:127.0.0.1:{port}"
+    if os.environ.get("CRIER_VM_GUESTFWD", "cmd") == "tcp":
+        # QEMU's own chardev: ONE connection to the server, made when QEMU starts and kept across
+        # guest connections (the server never sees the box reconnect).
+        nic += f",guestfwd=tcp:10.0.2.100:7000-tcp:127.0.0.1:{port}"
+    else:
+        # default: slirp runs socat per guest connection, so the server sees each connect/close.
+        nic += f",guestfwd=tcp:10.0.2.100:7000-cmd:socat - TCP:127.0.0.1:{port}"
 accel = "kvm" if os.environ.get("CRIER_VM_KVM") == "1" else "tcg"
 kernel = os.path.join(kdir, "vmlinux")
 bios = ["-bios", "/usr/share/qemu/qboot.rom"]

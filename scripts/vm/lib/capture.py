@@ -9,7 +9,7 @@ status file and a process's CPU time meanwhile. Writes a WAV and a JSON of what 
 
 The measured window starts ("mark") once the capture has been quiet (peak below 1 % of full
 scale) for --quiet seconds (0: at once; gives up after --max-wait); then the trigger line, if any,
-is sent, and --seconds more are captured. The PCM status is watched and the CPU counted only
+is sent, and --seconds more are captured (less with --stop-after-speech). The PCM status is watched and the CPU counted only
 inside the window.
 
 Timing: every chunk read from arecord's stdout is stamped with CLOCK_MONOTONIC; the stream's
@@ -28,6 +28,8 @@ p.add_argument("--quiet", type=float, default=0.0)
 p.add_argument("--max-wait", type=float, default=30.0)
 p.add_argument("--trigger-line")
 p.add_argument("--trigger-dev", default="/dev/ttyS2")
+p.add_argument("--stop-after-speech", type=float, default=0.0,
+               help="end the window early once something loud was heard and then this many s of quiet")
 p.add_argument("--watch")
 p.add_argument("--pid", type=int)
 a = p.parse_args()
@@ -97,6 +99,7 @@ data = bytearray()
 start = None
 mark_frame = None
 mark_t = None
+loud_seen = False
 quiet_since = 0  # frame index since which everything has been quiet
 limit = int(32767 * 0.01) if width == 2 else int(2147483647 * 0.01)
 acode = "h" if width == 2 else "i"
@@ -116,10 +119,15 @@ while True:
     frames = len(data) // frame
     est = now - frames / rate
     start = est if start is None else min(start, est)
+    samples = array.array(acode, bytes(data[before * frame: frames * frame]))
+    if len(samples) and max(max(samples), -min(samples)) > limit:
+        quiet_since = frames
+        if mark_frame is not None and max(max(samples), -min(samples)) > 5 * limit:
+            loud_seen = True
+    if (mark_frame is not None and a.stop_after_speech and loud_seen
+            and frames - quiet_since >= a.stop_after_speech * rate):
+        break
     if mark_frame is None:
-        samples = array.array(acode, bytes(data[before * frame: frames * frame]))
-        if len(samples) and max(max(samples), -min(samples)) > limit:
-            quiet_since = frames
         if frames - quiet_since >= a.quiet * rate:
             mark_frame, mark_t = frames, now
             if a.trigger_line:

@@ -51,5 +51,5 @@ acks = [l for l in open(os.path.join(run, "host.out"), errors="replace") if "ack
 if not any("status=spoken" in l for l in acks):
     bad("order-sim printed no 'ack ... status=spoken': " + repr(acks))
 if meta.get("cpu"):
-    print(f"1-order-speech.check: crier CPU over the 8 s after the order: {meta['cpu']['percent']:.1f}% (TCG)")
+    print(f"1-order-speech.check: crier CPU from the order to the end of the speech: {meta['cpu']['percent']:.1f}% (TCG)")
 sys.exit(0 if ok else 1)

@@ -1,12 +1,13 @@
 # Scenario 1, order → speech: crier runs in the VM on hw:Loopback,0 and is connected to
 # `crier order-sim` on the host (1-order-speech.host). Once the loopback capture (hw:Loopback,1)
 # has been quiet for 1.5 s, the order "42" is sent (the capture helper writes it to the host
-# through the control port and notes the sample it was sent at), and 8 s more are captured.
+# through the control port and notes the sample it was sent at); capture goes on until 1.5 s
+# after the speech ends (20 s at most).
 # The host check asserts: silence before the order, speech after it, the ack; prints the latency
 # from sending the order to the first loud sample.
 crier_config
 crier_start
-capture --quiet 1.5 --max-wait 30 --seconds 8 --trigger-line "stdin 42" \
+capture --quiet 1.5 --max-wait 30 --seconds 20 --stop-after-speech 1.5 --trigger-line "stdin 42" \
   --out "$RESULTS/capture.wav" --meta "$RESULTS/capture.json" --pid "$CRIER_PID"
 ctl_expect 'ack .*status=spoken' 20 || fail "no 'ack ... status=spoken' from order-sim"
 say "${CTL_LINE:-}"
