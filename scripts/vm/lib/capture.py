@@ -4,7 +4,7 @@ optionally sends one control line at a known point of the stream (e.g. the order
 status file and a process's CPU time meanwhile. Writes a WAV and a JSON of what it saw.
 
   capture.py --device hw:Loopback,1 --params "S16_LE 2 48000" --seconds 10 --out X.wav --meta X.json
-             [--quiet 1.0] [--trigger-line "stdin 42" --trigger-dev /dev/ttyS2]
+             [--quiet 1.0] [--trigger-line "stdin 42" --trigger-dev /dev/ttyS2] [--trigger-cmd CMD]
              [--watch /proc/asound/Loopback/pcm0p/sub0/status] [--pid PID]
 
 The measured window starts ("mark") once the capture has been quiet (peak below 1 % of full
@@ -28,6 +28,7 @@ p.add_argument("--quiet", type=float, default=0.0)
 p.add_argument("--max-wait", type=float, default=30.0)
 p.add_argument("--trigger-line")
 p.add_argument("--trigger-dev", default="/dev/ttyS2")
+p.add_argument("--trigger-cmd", help="shell command started (not waited for) at the mark; its exit code is recorded")
 p.add_argument("--stop-after-speech", type=float, default=0.0,
                help="end the window early once something loud was heard and then this many s of quiet")
 p.add_argument("--watch")
@@ -100,6 +101,7 @@ start = None
 mark_frame = None
 mark_t = None
 loud_seen = False
+trig_proc = None
 quiet_since = 0  # frame index since which everything has been quiet
 limit = int(32767 * 0.01) if width == 2 else int(2147483647 * 0.01)
 acode = "h" if width == 2 else "i"
@@ -134,10 +136,19 @@ while True:
                 with open(a.trigger_dev, "w") as t:
                     t.write(a.trigger_line + "\n")
                 mark_t = time.monotonic()
+            if a.trigger_cmd:
+                mark_t = time.monotonic()
+                trig_proc = subprocess.Popen(a.trigger_cmd, shell=True)
             if a.pid:
                 cpu0, t_cpu0 = cpu_ticks(a.pid), time.monotonic()
             marked.set()
 rec.terminate()
+trig_rc = None
+if trig_proc:
+    try:
+        trig_rc = trig_proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        trig_proc.kill()
 err = rec.communicate()[1].decode(errors="replace")
 cpu1, t_cpu1 = (cpu_ticks(a.pid), time.monotonic()) if a.pid else (None, None)
 stop.set()
@@ -154,6 +165,9 @@ meta["mark_sample"] = None if mark_t is None else round((mark_t - start) * rate)
 meta["marked"] = mark_t is not None
 if a.trigger_line:
     meta["trigger_line"] = a.trigger_line
+if a.trigger_cmd:
+    meta["trigger_cmd"] = a.trigger_cmd
+    meta["trigger_cmd_exit"] = trig_rc
 if a.watch:
     meta["watch"] = watch
 if a.pid:
