@@ -92,8 +92,8 @@ prepare() {
   ( cd "$W/dl" && apt-get download -qq \
       "linux-image-$KABI=$KVERSION" "linux-headers-$KABI=$KVERSION" \
       "linux-headers-${KABI%-amd64}-common=$KVERSION" \
-      "linux-kbuild-6.1=$KVERSION" "linux-source-6.1=$KVERSION" 2>&1 | grep -v '^W: Download is performed unsandboxed' ) \
-    || die "apt-get download failed"
+      "linux-kbuild-6.1=$KVERSION" "linux-source-6.1=$KVERSION" ) >"$W/download.log" 2>&1 \
+    || { cat "$W/download.log" >&2; die "apt-get download failed"; }
   local d
   for d in "$W"/dl/linux-image-*.deb "$W"/dl/linux-headers-*.deb "$W"/dl/linux-kbuild-*.deb; do
     dpkg -x "$d" "$W/root"
