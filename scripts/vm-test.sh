@@ -80,8 +80,11 @@ prepare() {
   ensure_host_pkgs
   pick_kernel
   KDIR="$CRIER_CACHE/$KVERSION-$KABI"
+  exec 9>"$CRIER_CACHE/.prepare.lock"
+  flock 9   # concurrent runs: one prepares, the others wait and reuse it
   if [ -f "$KDIR/.ready" ]; then
     log "kernel $KABI ($KVERSION) ready in $KDIR"
+    exec 9>&-
     return
   fi
   local t0=$SECONDS
@@ -149,6 +152,7 @@ prepare() {
   rm -rf "$W"
   touch "$KDIR/.ready"
   log "prepared in $((SECONDS - t0)) s: $(du -sh "$KDIR" | cut -f1) in $KDIR"
+  exec 9>&-
 }
 
 # The init script is part of the initramfs: rebuild only the initramfs when it changed.

@@ -28,7 +28,7 @@ os.makedirs(runs, exist_ok=True)
 old = sorted(os.listdir(runs))
 for d in old[:-9]:
     shutil.rmtree(os.path.join(runs, d), ignore_errors=True)
-run = os.path.join(runs, time.strftime("%Y%m%dT%H%M%S") + "-" + a.scenario)
+run = os.path.join(runs, time.strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}-" + a.scenario)
 res = os.path.join(run, "results")
 os.makedirs(res)
 os.chmod(res, 0o777)
