@@ -54,7 +54,8 @@ if os.path.exists(SC + ".host"):
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    env = dict(os.environ, PORT=str(port), RUN=run, RESULTS=res, CRIER_BIN=crier_bin, REPO=a.repo)
+    env = dict(os.environ, PORT=str(port), RUN=run, RESULTS=res, CRIER_BIN=crier_bin, REPO=a.repo,
+               CRIER_HOST_BIN=os.path.abspath(os.environ.get("CRIER_HOST_BIN") or crier_bin))
     host_err = open(os.path.join(run, "host.err"), "w")
     host_proc = subprocess.Popen(["bash", SC + ".host"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                  stderr=host_err, env=env, text=True, bufsize=1, start_new_session=True)

@@ -79,9 +79,18 @@ crier_start() {
   local t0; t0=$(uptime_s)
   "$CRIER_BIN" run --config /tmp/crier.conf 2>>"$RESULTS/crier.log" &
   CRIER_PID=$!
-  wait_log "$RESULTS/crier.log" ' INFO runtime: ready' 60 || { fail "crier never logged 'INFO runtime: ready'"; return 1; }
+  local end=$((SECONDS + 60))
+  until grep -q ' INFO runtime: ready' "$RESULTS/crier.log" 2>/dev/null; do
+    if ! kill -0 "$CRIER_PID" 2>/dev/null; then
+      local st=0; wait "$CRIER_PID" || st=$?
+      tail -n 20 "$RESULTS/crier.log"
+      fail "crier run exited (status $st) before logging 'INFO runtime: ready'"; return 1
+    fi
+    ((SECONDS < end)) || { tail -n 20 "$RESULTS/crier.log"; fail "crier never logged 'INFO runtime: ready' (60 s)"; return 1; }
+    sleep 0.1
+  done
   say "crier ready after $(awk -v a="$t0" -v b="$(uptime_s)" 'BEGIN{printf "%.2f", b-a}') s (pid $CRIER_PID)"
-  local end=$((SECONDS + 20))
+  end=$((SECONDS + 20))
   until PCM_PARAMS=$(pcm_params Loopback 0) && [ -n "$PCM_PARAMS" ]; do
     ((SECONDS < end)) || { fail "hw:Loopback,0 not open 20 s after ready"; return 1; }
     sleep 0.1
