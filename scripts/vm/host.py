@@ -28,7 +28,7 @@ os.makedirs(runs, exist_ok=True)
 old = sorted(os.listdir(runs))
 for d in old[:-9]:
     shutil.rmtree(os.path.join(runs, d), ignore_errors=True)
-run = os.path.join(runs, time.strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}-" + a.scenario)
+run = os.path.join(runs, time.strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}-" + a.scenario.replace("/", "_"))
 res = os.path.join(run, "results")
 os.makedirs(res)
 os.chmod(res, 0o777)
@@ -120,10 +120,11 @@ def serve_ttyS1():
             buf += d
             while b"\n" in buf:
                 line, buf = buf.split(b"\n", 1)
-                try:
-                    c.sendall(b"echo: " + line.rstrip(b"\r") + b"\n")
-                except OSError:
-                    pass
+                if line.startswith(b"ping "):  # only these: an echoing tty must not loop
+                    try:
+                        c.sendall(b"pong " + line[5:].rstrip(b"\r") + b"\n")
+                    except OSError:
+                        pass
 
 
 def serve_ctl():

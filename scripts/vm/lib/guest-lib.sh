@@ -1,6 +1,6 @@
 # Helpers for guest-side scenario scripts (sourced by scripts/vm/guest.sh).
 # ttyS0: console (the host keeps it as console.log); ttyS1: a spare serial port whose far end is
-# the host (lines written land in RUN/ttyS1.log; the host echoes each one back as "echo: LINE");
+# the host (lines written land in RUN/ttyS1.log; the host answers a line "ping X" with "pong X");
 # ttyS2: control channel to the host harness (see ctl_* below).
 
 uptime_s() { cut -d' ' -f1 /proc/uptime; }

@@ -46,9 +46,9 @@ grep -q '\[40%\]' "$RESULTS/amixer.txt" || fail "Master did not move to 40%"
 say "mixer ok"
 
 exec {S1}<>/dev/ttyS1
-echo "hello from ttyS1" >&$S1
+echo "ping hello from ttyS1" >&$S1
 IFS= read -r -t 5 reply <&$S1 || fail "no reply on ttyS1"
-[ "${reply%$'\r'}" = "echo: hello from ttyS1" ] || fail "ttyS1 reply: $reply"
+[ "${reply%$'\r'}" = "pong hello from ttyS1" ] || fail "ttyS1 reply: $reply"
 say "serial ok"
 
 # the Crier debug binary (links libswift*.so from /opt/swift through the host share) runs here
