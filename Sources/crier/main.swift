@@ -95,12 +95,22 @@ case "check-config":
     guard a.rest.count <= 1 else { fail("check-config takes one FILE", help) }
     exit(CheckConfigCommand.run(path: a.rest.first ?? file))
 case "config":
-    let help = "usage: crier config --example   print every key with its default and a line of documentation"
+    let help = """
+        usage: crier config --example | --markdown
+          --example   every key, commented out, with its default and a line of documentation
+          --markdown  the key table of docs/configuration.md
+        """
     var a = Args(rest: argv, help: help)
     if a.flag("--help") { print(help); exit(0) }
-    guard a.flag("--example") else { fail("config needs --example", help) }
-    a.noUnknownOptions()
-    print(CrierConfig.example(), terminator: "")
+    if a.flag("--markdown") {
+        a.noUnknownOptions()
+        print(CrierConfig.markdownTable(), terminator: "")
+    } else if a.flag("--example") {
+        a.noUnknownOptions()
+        print(CrierConfig.example(), terminator: "")
+    } else {
+        fail("config needs --example or --markdown", help)
+    }
 default:
     fail("unknown command \"\(command)\"", usage)
 }
