@@ -104,6 +104,9 @@ crier_start() {
       sleep 0.1
     done
     say "connected to the order server"
+    # the reference server prints "device connected device=ID ..." once the hello is through
+    if ctl_expect 'device connected' 15; then say "host: $CTL_LINE"
+    else say "note: the host part printed no 'device connected' line within 15 s"; fi
   fi
 }
 
