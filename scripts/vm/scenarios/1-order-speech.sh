@@ -5,7 +5,8 @@
 # after the speech ends (20 s at most).
 # The host check asserts: silence before the order, speech after it, the ack; prints the latency
 # from sending the order to the first loud sample.
-crier_config
+# No spoken status prompts (started / server connected): they would race with the order.
+crier_config "status.on_start = off" "status.on_link_up = off"
 crier_start
 capture --quiet 1.5 --max-wait 30 --seconds 20 --stop-after-speech 1.5 --trigger-line "stdin 42" \
   --out "$RESULTS/capture.wav" --meta "$RESULTS/capture.json" --pid "$CRIER_PID"

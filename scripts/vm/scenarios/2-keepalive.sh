@@ -3,7 +3,8 @@
 # (state must be RUNNING at every poll, its trigger_time must never change = no restart after an
 # xrun or a close, hw_ptr must keep moving), the capture must be continuous near-silence (host
 # check) and crier's CPU time over the window is printed.
-crier_config
+# No spoken status prompts (started / server connected): they would race with the window.
+crier_config "status.on_start = off" "status.on_link_up = off"
 crier_start
 capture --quiet 1.0 --max-wait 30 --seconds 10 --watch /proc/asound/Loopback/pcm0p/sub0/status \
   --pid "$CRIER_PID" --out "$RESULTS/capture.wav" --meta "$RESULTS/capture.json"
