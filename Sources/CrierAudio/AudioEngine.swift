@@ -370,3 +370,16 @@ public final class AudioEngine: Sendable {
         }
     }
 }
+
+extension AudioEngine {
+    /// Opens and closes `device` once: nil when it can be used, the reason otherwise.
+    public static func probe(device: String, format: AudioFormat) -> AudioError? {
+        ALSAErrorText.install()
+        do throws(AudioError) {
+            _ = try PCMDevice.open(device, format: format, periodMs: 20, bufferMs: 80)
+            return nil
+        } catch {
+            return error
+        }
+    }
+}
