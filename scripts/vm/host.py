@@ -33,6 +33,7 @@ res = os.path.join(run, "results")
 os.makedirs(res)
 os.chmod(res, 0o777)
 T0 = time.monotonic()
+LOAD0 = open("/proc/loadavg").read().split()[0]
 
 
 def note(msg):
@@ -241,7 +242,8 @@ if rc == 0 and os.path.exists(SC + ".check.py"):
     note("host check " + os.path.basename(SC) + ".check.py")
     rc = subprocess.call([sys.executable, SC + ".check.py", run])
 note(f"timings: guest boot {timing.get('boot_s', '?')} s (kernel start → scenario), "
-     f"scenario {timing.get('scenario_s', '?')} s, QEMU wall {wall:.1f} s, total {time.monotonic() - T0:.1f} s")
+     f"scenario {timing.get('scenario_s', '?')} s, QEMU wall {wall:.1f} s, total {time.monotonic() - T0:.1f} s; "
+     f"host load {LOAD0} → {open('/proc/loadavg').read().split()[0]} on {os.cpu_count()} CPUs")
 if rc != 0:
     note(f"FAILED (exit {rc}); guest console ({console}):")
     sys.stdout.write("".join(open(console, errors="replace").readlines()[-150:]) if os.path.exists(console) else "")

@@ -93,9 +93,16 @@ if a.watch:
     threading.Thread(target=watcher, daemon=True).start()
 cpu0 = t_cpu0 = None
 
-rec = subprocess.Popen(["arecord", "-q", "-D", a.device, "-t", "raw", "-f", fmt, "-c", str(ch), "-r", str(rate),
-                        "--buffer-time=200000", "--period-time=20000"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+def arecord():
+    return subprocess.Popen(["arecord", "-q", "-D", a.device, "-t", "raw", "-f", fmt, "-c", str(ch), "-r", str(rate),
+                             "--buffer-time=200000", "--period-time=20000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+
+
+rec = arecord()
+errors = []   # stderr of arecords that died
+gaps = []     # [frame index, frames of silence inserted] where arecord was restarted
+resync = False
 data = bytearray()
 start = None
 mark_frame = None
@@ -115,7 +122,22 @@ while True:
     chunk = rec.stdout.read(min(65536, (total if mark_frame is None else mark_frame + total - frames) * frame or frame))
     now = time.monotonic()
     if not chunk:
-        break
+        # arecord died (snd-aloop's capture can fail with EIO when the playback side stalls):
+        # note it, start another, and fill the gap with silence by the clock so that sample
+        # indices stay times.
+        errors.append(rec.communicate()[1].decode(errors="replace").strip())
+        if len(errors) > 5 or start is None:
+            break
+        del data[len(data) // frame * frame:]
+        rec, resync = arecord(), True
+        continue
+    if resync:
+        resync = False
+        want = round((now - start) * rate) - len(chunk) // frame
+        pad = want - len(data) // frame
+        if pad > 0:
+            gaps.append([len(data) // frame, pad])
+            data += bytes(pad * frame)
     before = len(data) // frame
     data += chunk
     frames = len(data) // frame
@@ -149,7 +171,7 @@ if trig_proc:
         trig_rc = trig_proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
         trig_proc.kill()
-err = rec.communicate()[1].decode(errors="replace")
+err = "\n".join(errors + [rec.communicate()[1].decode(errors="replace").strip()]).strip()
 cpu1, t_cpu1 = (cpu_ticks(a.pid), time.monotonic()) if a.pid else (None, None)
 stop.set()
 
@@ -160,7 +182,7 @@ with wave.open(a.out, "wb") as w:
     w.writeframes(bytes(data[: len(data) // frame * frame]))
 
 meta = {"device": a.device, "format": fmt, "channels": ch, "rate": rate, "frames": len(data) // frame,
-        "wanted_frames": total, "arecord_stderr": err.strip(), "open_to_start_s": start - t_open if start else None}
+        "wanted_frames": total, "arecord_stderr": err, "arecord_restarts": len(errors), "gaps": gaps, "open_to_start_s": start - t_open if start else None}
 meta["mark_sample"] = None if mark_t is None else round((mark_t - start) * rate)
 meta["marked"] = mark_t is not None
 if a.trigger_line:

@@ -38,7 +38,9 @@ def check(run, name, what, max_latency=MAX_LATENCY_S, env="CRIER_VM_MAX_LATENCY"
     if speech_s < MIN_SPEECH_S:
         bad.append(f"only {speech_s:.2f} s of speech-level audio after {what}")
     if meta.get("arecord_stderr"):
-        print(f"{name}: arecord said: " + meta["arecord_stderr"])
+        print(f"{name}: arecord said: " + meta["arecord_stderr"].replace("\n", " | "))
+    if meta.get("gaps"):
+        print(f"{name}: capture restarted, silence filled in at [frame, frames]: {meta['gaps']}")
     if meta.get("cpu"):
         print(f"{name}: crier CPU from {what} to the end of the capture: {meta['cpu']['percent']:.1f}% (TCG)")
     return bad

@@ -30,6 +30,8 @@ if secs < 9.9:
 peak = max((abs(s) for s in win), default=1)
 if peak > QUIET_PEAK:
     bad(f"keep-alive not silent: peak {peak:.4f}")
+if meta.get("arecord_restarts"):
+    bad(f"capture not continuous: arecord restarted {meta['arecord_restarts']}x, gaps {meta.get('gaps')}: {meta['arecord_stderr']}")
 if "overrun" in meta.get("arecord_stderr", "").lower():
     bad("capture overran: " + meta["arecord_stderr"])
 w = meta.get("watch", {})
