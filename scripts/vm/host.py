@@ -41,7 +41,8 @@ def note(msg):
 
 
 with open(os.path.join(res, "job.env"), "w") as f:
-    f.write(f"SCENARIO='{a.scenario}'\nREPO='{a.repo}'\nCRIER_BIN='{crier_bin}'\n")
+    f.write(f"SCENARIO='{a.scenario}'\nREPO='{a.repo}'\nCRIER_BIN='{crier_bin}'\n"
+            f"CRIER_VM_BUFFER_MS='{os.environ.get('CRIER_VM_BUFFER_MS', '400')}'\n")
 
 lock = threading.Lock()
 ctl_conn = None

@@ -108,6 +108,7 @@ start = None
 mark_frame = None
 mark_t = None
 loud_seen = False
+mark_wall = None
 trig_proc = None
 quiet_since = 0  # frame index since which everything has been quiet
 limit = int(32767 * 0.01) if width == 2 else int(2147483647 * 0.01)
@@ -163,6 +164,7 @@ while True:
                 trig_proc = subprocess.Popen(a.trigger_cmd, shell=True)
             if a.pid:
                 cpu0, t_cpu0 = cpu_ticks(a.pid), time.monotonic()
+            mark_wall = time.time()
             marked.set()
 rec.terminate()
 trig_rc = None
@@ -185,6 +187,7 @@ meta = {"device": a.device, "format": fmt, "channels": ch, "rate": rate, "frames
         "wanted_frames": total, "arecord_stderr": err, "arecord_restarts": len(errors), "gaps": gaps, "open_to_start_s": start - t_open if start else None}
 meta["mark_sample"] = None if mark_t is None else round((mark_t - start) * rate)
 meta["marked"] = mark_t is not None
+meta["window_wall"] = [mark_wall, time.time()]  # UTC seconds: to match log lines to the window
 if a.trigger_line:
     meta["trigger_line"] = a.trigger_line
 if a.trigger_cmd:

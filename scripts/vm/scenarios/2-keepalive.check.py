@@ -1,5 +1,5 @@
 """Scenario 2 host check: 10 s of keep-alive, PCM RUNNING throughout, capture continuous silence."""
-import json, os, sys
+import datetime, json, os, re, sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import wav
 
@@ -43,6 +43,18 @@ if len(w.get("trigger_times", [])) != 1:
 if w.get("hw_ptr_backwards") or (w.get("hw_ptr_last") or 0) <= (w.get("hw_ptr_first") or 0):
     bad(f"hw_ptr did not advance steadily: {w}")
 advanced = ((w.get("hw_ptr_last") or 0) - (w.get("hw_ptr_first") or 0)) / rate
+t0, t1 = meta.get("window_wall") or [None, None]
+in_window = []
+for line in open(os.path.join(res, "crier.log"), errors="replace"):
+    m = re.match(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)Z ", line)
+    if m and re.search(r"xrun|underrun", line, re.I):
+        t = datetime.datetime.fromisoformat(m.group(1)).replace(tzinfo=datetime.timezone.utc).timestamp()
+        if t0 and t0 <= t <= t1:
+            in_window.append(line.strip())
+        else:
+            print("2-keepalive.check: note, outside the window: " + line.strip())
+if in_window:
+    bad("crier logged underruns inside the window: " + " | ".join(in_window))
 cpu = meta.get("cpu") or {}
 print(f"2-keepalive.check: {secs:.1f} s watched, {w.get('polls')} status polls all RUNNING={set(states) == {'RUNNING'}}, "
       f"hw_ptr advanced {advanced:.2f} s, capture peak {peak:.5f}, "
