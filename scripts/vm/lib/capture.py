@@ -95,7 +95,7 @@ cpu0 = t_cpu0 = None
 
 def arecord():
     return subprocess.Popen(["arecord", "-q", "-D", a.device, "-t", "raw", "-f", fmt, "-c", str(ch), "-r", str(rate),
-                             "--buffer-time=200000", "--period-time=20000"],
+                             "--buffer-time=1000000", "--period-time=20000"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
 
 
