@@ -17,3 +17,6 @@ set -e
 
 echo "== integration tests (real processes on loopback, hermetic ALSA)"
 CRIER_BIN="$(swift build --show-bin-path)/crier" /usr/bin/python3 -m pytest -q Tests/integration
+
+echo "== board support tests (pin map, systemd unit and sandbox, .deb)"
+CRIER_BIN="$(swift build --show-bin-path)/crier" /usr/bin/python3 -m pytest -q Tests/board

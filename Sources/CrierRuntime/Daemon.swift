@@ -226,6 +226,8 @@ public actor Daemon {
         }
         let synthMs = (Self.now() - t0) * 1000
         let id = engine.play(clip, gain: 1) { outcome in Task { await self.clipDone(outcome) } }
+        alertLog.info("saying", ["ids": alert.orderIDs.joined(separator: ","), "seconds": String(format: "%.1f", Double(clip.samples.count) / Double(engine.config.format.rate)),
+                                 "synth_ms": String(format: "%.1f", synthMs)])
         current = (alert, id)
         let outcome = await waitClip()
         current = nil
@@ -235,7 +237,7 @@ public actor Daemon {
             for ack in acks { send(ack) }
             if alert.occasion == .first {
                 for oid in alert.orderIDs {
-                    alertLog.info("spoken", ["id": oid, "text": u.text, "synth_ms": String(format: "%.1f", synthMs)])
+                    alertLog.info("spoken", ["id": oid, "text": u.text])
                 }
             } else {
                 alertLog.info("said again", ["ids": alert.orderIDs.joined(separator: ","), "occasion": alert.description])

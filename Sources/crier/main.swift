@@ -142,8 +142,12 @@ case "order-sim":
         o.config.port = v
     }
     if let e = a.value("--every") {
-        guard let r = OrderServerConfig.parseRange(e) else { fail("--every expects MIN-MAX seconds, got \"\(e)\"", help) }
-        if r.upperBound == 0 { o.config.randomOrders = false } else { o.config.every = r }
+        if e == "0" {
+            o.config.randomOrders = false
+        } else {
+            guard let r = OrderServerConfig.parseRange(e) else { fail("--every expects MIN-MAX seconds or 0, got \"\(e)\"", help) }
+            o.config.every = r
+        }
     }
     if let r = a.value("--rate") {
         guard let v = Double(r), v > 0 else { fail("--rate expects orders per second > 0, got \"\(r)\"", help) }
