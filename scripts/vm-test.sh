@@ -37,7 +37,7 @@ APT_LOCK=(-o DPkg::Lock::Timeout=600)
 # Host packages. The guest's userland IS the host's (root shared read-only over 9p), so the
 # tools the guest scenarios use (aplay/arecord/amixer, gpioinfo/gpioget, python3) come from here.
 HOST_PKGS=(qemu-system-x86 busybox-static cpio kmod xz-utils gcc-12 make libc6-dev
-           python3 alsa-utils gpiod)
+           python3 alsa-utils gpiod socat sox)
 ensure_host_pkgs() {
   local missing=() p
   for p in "${HOST_PKGS[@]}"; do
