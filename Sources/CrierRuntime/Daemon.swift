@@ -28,10 +28,12 @@ public actor Daemon {
     /// The prompt being said: an arriving order cuts it short (prompts never delay an order).
     var currentPrompt: UInt64?
     var gains = OutputGain(prompts: 1, alerts: 1, holdAlerts: false)
+    /// `audio.mixer`: the volume goes to this ALSA element instead of the software gain.
+    var hardwareVolume: HardwareVolume?
+    var hardwareVolumeError: String?
 
-    var linkUp = false
-    var linkDownSince: Double?
-    var nextLinkDownPrompt: Double?
+    var linkPrompts: LinkPromptSchedule
+    var linkUp: Bool { linkPrompts.up }
 
     var stopping = false
     var waiter: CheckedContinuation<Void, Never>?
@@ -49,6 +51,9 @@ public actor Daemon {
         let speech = SpeechEngine(dataPath: config.speech.dataPath, deadline: config.speech.deadline, log: hub.logger("speech"))
         pipeline = SpeechPipeline(config: config, speech: speech, log: hub.logger("speech"))
         queue = AlertQueue(config: config.alerts, defaultLang: config.speech.lang)
+        var status = config.status
+        if config.link.server == nil { status.onLinkDown = false }
+        linkPrompts = LinkPromptSchedule(config: status, startedAt: Monotonic.now())
     }
 
     static func now() -> Double { Monotonic.now() }
@@ -63,8 +68,6 @@ public actor Daemon {
             let (stream, cont) = AsyncStream.makeStream(of: LinkEvent.self)
             let l = OrderLink(config: config.link, deviceID: config.deviceID, log: hub.logger("link")) { cont.yield($0) }
             link = l
-            linkDownSince = Self.now()
-            nextLinkDownPrompt = Self.now() + config.status.linkDownAfter
             Task { for await e in stream { self.handle(e) } }
             l.start()
             log.info("order link starting", ["server": server.description, "device": config.deviceID])
@@ -112,15 +115,10 @@ public actor Daemon {
         let now = Self.now()
         switch e {
         case .connected:
-            linkUp = true
-            linkDownSince = nil
-            nextLinkDownPrompt = nil
             statusPrompts.removeAll { $0 == .linkDown }
-            if config.status.onLinkUp { statusPrompts.append(.linkUp) }
+            if let p = linkPrompts.connected() { statusPrompts.append(p) }
         case .disconnected:
-            linkUp = false
-            linkDownSince = now
-            nextLinkDownPrompt = now + config.status.linkDownAfter
+            linkPrompts.disconnected(now: now)
         case .order(let o):
             guard !stopping else { return }  // unacked: the server redelivers after restart
             let admission = queue.add(o, now: now)
@@ -174,10 +172,9 @@ public actor Daemon {
         while true {
             let now = Self.now()
             if stopping { break }
-            if let due = nextLinkDownPrompt, now >= due, !linkUp, config.status.onLinkDown {
-                if !statusPrompts.contains(.linkDown) { statusPrompts.append(.linkDown) }
-                nextLinkDownPrompt = now + config.status.linkDownRepeat
-                log.warning("order server unreachable", ["for": String(format: "%.0fs", now - (linkDownSince ?? now))])
+            if let p = linkPrompts.due(now: now) {
+                if !statusPrompts.contains(p) { statusPrompts.append(p) }
+                log.warning("order server unreachable", ["for": String(format: "%.0fs", now - (linkPrompts.downSince ?? now))])
             }
             for ack in queue.expire(now: now) { send(ack, note: "expired before it could be said") }
             let held = gains.holdAlerts
@@ -195,7 +192,7 @@ public actor Daemon {
                 await sayPrompt(statusPrompts.removeFirst())
             } else {
                 var wake = held ? nil : queue.nextWakeup(now: now)
-                if let p = nextLinkDownPrompt, config.status.onLinkDown { wake = min(wake ?? p, p) }
+                if let p = linkPrompts.nextDownPrompt { wake = min(wake ?? p, p) }
                 await sleep(until: wake)
             }
         }
@@ -293,7 +290,7 @@ public actor Daemon {
         case .setGain(let g):
             let wasHeld = gains.holdAlerts
             gains = g
-            engine.setGain(g.alerts)
+            applyVolume(g.alerts)
             if wasHeld && !g.holdAlerts { log.info("mute ended; saying held alerts", ["waiting": queue.waitingCount]) }
         case .replay(let back):
             if queue.replay(stepsBack: back) == nil { buttonPrompts.append(.noOrders) }
@@ -305,6 +302,30 @@ public actor Daemon {
             break  // the button service writes its own state file
         }
         poke()
+    }
+
+    /// Puts the volume on the configured mixer element, or on the engine's software gain when
+    /// there is none (or it cannot be opened: logged once, retried on the next change).
+    func applyVolume(_ gain: Double) {
+        if !config.audio.mixer.isEmpty && hardwareVolume == nil {
+            let card = HardwareVolume.card(forDevice: config.audio.device)
+            do throws(HardwareVolume.Failure) {
+                hardwareVolume = try HardwareVolume(card: card, element: config.audio.mixer)
+                log.info("volume on mixer element", ["card": card, "element": config.audio.mixer])
+                hardwareVolumeError = nil
+            } catch {
+                if hardwareVolumeError != error.message {
+                    log.error("\(error.message); using software volume until it appears")
+                    hardwareVolumeError = error.message
+                }
+            }
+        }
+        if let hw = hardwareVolume {
+            hw.set(gain: gain)
+            engine.setGain(1)
+        } else {
+            engine.setGain(gain)
+        }
     }
 
     // MARK: status
