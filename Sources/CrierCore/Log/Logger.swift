@@ -22,7 +22,9 @@ public final class LogHub: Sendable {
     public func setMinimum(_ level: LogLevel) { state.withLock { $0.minimum = level } }
 
     public func emit(_ level: LogLevel, _ component: String, _ message: String, _ fields: [(String, String)]) {
-        let sinks: [any LogSink]? = state.withLock { s in level <= s.minimum ? s.sinks : nil }
+        // LogLevel orders by severity (debug < info < ... < error): keep what is at least as
+        // severe as the minimum.
+        let sinks: [any LogSink]? = state.withLock { s in level >= s.minimum ? s.sinks : nil }
         guard let sinks else { return }
         let record = LogRecord(time: clock(), level: level, component: component, message: message, fields: fields)
         for sink in sinks { sink.write(record) }
