@@ -85,3 +85,13 @@ public final class MemoryLogSink: LogSink {
     public var all: [LogRecord] { records.withLock { $0 } }
     public var lines: [String] { all.map { $0.formatted() } }
 }
+
+/// Remembers the last error-level record, for `crier status`.
+public final class LastErrorSink: LogSink {
+    private let last = Mutex<LogRecord?>(nil)
+    public init() {}
+    public func write(_ record: LogRecord) {
+        if record.level == .error { last.withLock { $0 = record } }
+    }
+    public var lastError: LogRecord? { last.withLock { $0 } }
+}
