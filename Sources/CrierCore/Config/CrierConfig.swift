@@ -68,6 +68,7 @@ public struct VoiceConfig: Sendable, Equatable {
 }
 
 public struct AudioConfig: Sendable, Equatable {
+    public init() {}
     public var device = "default"
     public var rate = 48000
     public var channels = 2
@@ -80,6 +81,7 @@ public struct AudioConfig: Sendable, Equatable {
 }
 
 public struct SpeechConfig: Sendable, Equatable {
+    public init() {}
     public var lang: Lang = .zh
     public var voices: [Lang: VoiceConfig] = [
         // The stock `cmn` voice of espeak-ng 1.51 reads most hanzi as English spellings
@@ -92,12 +94,14 @@ public struct SpeechConfig: Sendable, Equatable {
 }
 
 public struct LinkConfig: Sendable, Equatable {
+    public init() {}
     public var server: ServerAddress?
     public var token: String?
     public var heartbeat = 15.0
 }
 
 public struct LogConfig: Sendable, Equatable {
+    public init() {}
     public var level: LogLevel = .info
     public var serial = ""
     public var serialBaud = 115200

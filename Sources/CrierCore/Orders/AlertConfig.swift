@@ -1,5 +1,6 @@
 /// How alerts are queued and repeated.
 public struct AlertConfig: Sendable, Equatable {
+    public init() {}
     /// Most alerts waiting at once; more are rejected with a reason, never dropped silently.
     public var queueMax = 256
     /// Seconds between repeats of an unacknowledged alert; 0 = never repeat.

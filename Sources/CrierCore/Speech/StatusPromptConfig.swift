@@ -1,5 +1,6 @@
 /// Spoken status, like the payment speakers shops know. Each prompt can be switched off.
 public struct StatusPromptConfig: Sendable, Equatable {
+    public init() {}
     public var onStart = true
     public var onLinkUp = true
     public var onLinkDown = true
