@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 @testable import CrierCore
 
@@ -306,5 +307,33 @@ struct SupervisorTests {
             "crier.conf:2: log.serial: expected a device path such as /dev/serial0, got \"serial0\"; using the default (empty)",
         ])
         #expect(r.config.log.serialBaud == 115200)
+    }
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct ProgressFollowTests {
+    final class Source: Sendable {
+        let value = Mutex(0.0)
+    }
+
+    @Test func heartbeatsOnlyWhenTheSourceMoves() async {
+        let clock = ManualClock(now: 10)
+        let handle = ProgressHandle(component: "audio", generation: 1, clock: clock)
+        let source = Source()
+        let follower = Task { await handle.follow(every: 0.5) { source.value.withLock { $0 } } }
+        func step() async {
+            while clock.sleeperCount == 0 { await Task.yield() }
+            clock.advance(by: 0.5)
+        }
+        while clock.sleeperCount == 0 { await Task.yield() }  // it has read the source once
+        source.value.withLock { $0 = 1 }
+        await step()  // 10.5: moved → heartbeat
+        while handle.lastProgress != 10.5 { await Task.yield() }
+        await step()  // 11.0: unchanged → none
+        await step()  // 11.5: unchanged → none
+        while clock.sleeperCount == 0 { await Task.yield() }
+        #expect(handle.lastProgress == 10.5)
+        follower.cancel()
+        await follower.value
     }
 }

@@ -91,6 +91,29 @@ public final class ProgressHandle: Sendable {
     public func setDetail(_ detail: String?) { detailBox.withLock { $0 = detail } }
     public var detail: String? { detailBox.withLock { $0 } }
 
+    /// For a component whose work already runs on its own thread and records its own progress
+    /// time (`engine.lastProgress`): every `interval` seconds, heartbeats if `source()` changed
+    /// since the last look. Returns when the task is cancelled or a stop is requested.
+    ///
+    ///     func run(progress: ProgressHandle) async throws {
+    ///         engine.start()
+    ///         defer { engine.stop() }
+    ///         await progress.follow(every: 0.25) { engine.lastProgress }
+    ///     }
+    public func follow(every interval: Double, _ source: @escaping @Sendable () -> Double) async {
+        var last = source()
+        var next = clock.now()
+        while !Task.isCancelled, stopRequested == nil {
+            next = max(next + interval, clock.now())
+            do { try await clock.sleep(until: next) } catch { return }
+            let v = source()
+            if v != last {
+                last = v
+                heartbeat()
+            }
+        }
+    }
+
     func markStop(_ reason: StopReason) {
         _ = stopBits.compareExchange(expected: 0, desired: reason.rawValue, ordering: .releasing)
     }
