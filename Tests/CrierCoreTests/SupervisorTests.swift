@@ -124,6 +124,37 @@ struct SupervisorTests {
         try await run.value
     }
 
+    @Test func oneThrowsOneStallsTheThirdIsUntouched() async throws {
+        let audio = FakeComponent("audio", stallDeadline: 2)
+        let link = FakeComponent("link", dependencies: ["audio"], [.throwing, .healthy])
+        let buttons = FakeComponent("buttons", stallDeadline: 2)
+        let rig = try Rig([audio, link, buttons])
+        var events = rig.supervisor.events.makeAsyncIterator()
+        let run = rig.start()
+        #expect(await events.take(4) == [
+            .started("audio", run: 1), .started("link", run: 1), .started("buttons", run: 1),
+            .failed("link", reason: .error("boom 1"), decision: .restart(attempt: 1, backoff: 0.1)),
+        ])
+        await buttons.waitForRun()
+        rig.clock.advance(by: 1)
+        buttons.beat()
+        rig.clock.advance(by: 1)  // audio silent for 2 s; the link's restart was due at 0.1 s
+        var seen = await events.take(2)
+        seen.sort { "\($0)" < "\($1)" }
+        #expect(seen == [
+            .failed("audio", reason: .stalled(silentFor: 2), decision: .restart(attempt: 1, backoff: 0.1)),
+            .started("link", run: 2),
+        ])
+        rig.clock.advance(by: 0.1)
+        #expect(await events.take(1) == [.started("audio", run: 2)])
+        buttons.beat()
+        #expect(rig.supervisor.health().healthy)
+        #expect(buttons.runs == 1 && buttons.stopRequests.isEmpty)
+        #expect(rig.supervisor.statuses().map(\.restarts) == [1, 1, 0])
+        rig.supervisor.stop()
+        try await run.value
+    }
+
     @Test func aRunThatIgnoresTheStopRequestIsAbandonedAndANewOneStarts() async throws {
         let audio = FakeComponent("audio", stallDeadline: 2, [.hang, .healthy])
         let rig = try Rig([audio], options: .init(stallGrace: 1))
