@@ -39,13 +39,15 @@ public final class SerialSink: LogSink {
         public var open: Bool
         /// Why the port is not open, if it is not.
         public var lastError: String?
+        /// Times an open port was lost (write error or hang-up) and had to be reopened.
+        public var portLost: Int
     }
 
     private struct State {
         var queue: [[UInt8]] = []
         var head = 0
         var pendingDrops = 0
-        var counters = Counters(dropped: 0, written: 0, queued: 0, open: false, lastError: nil)
+        var counters = Counters(dropped: 0, written: 0, queued: 0, open: false, lastError: nil, portLost: 0)
         var stopping = false
         var flushDeadline: Double?
 
@@ -204,6 +206,7 @@ public final class SerialSink: LogSink {
                     nextOpen = Posix.monotonic() + options.reopenInterval
                     state.withLock { s in
                         s.counters.open = false
+                        s.counters.portLost += 1
                         s.counters.lastError = SystemError("write", path: path, code: err).description
                     }
                     continue
@@ -230,6 +233,7 @@ public final class SerialSink: LogSink {
                 nextOpen = Posix.monotonic() + options.reopenInterval
                 state.withLock { s in
                     s.counters.open = false
+                    s.counters.portLost += 1
                     s.counters.lastError = "\(path): hung up"
                 }
             }

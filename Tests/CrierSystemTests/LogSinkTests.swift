@@ -5,12 +5,12 @@ import Testing
 
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct SerialSinkTests {
-    @Test func aStuckReaderNeverBlocksWritesDropsAreCountedAndMarkedThenItResumes() throws {
+    @Test func aStuckReaderNeverBlocksWritesDropsAreCountedAndMarkedThenItResumes() async throws {
         let pty = Pty()
         let sink = try SerialSink(path: pty.slavePath, options: .init(capacity: 1000),
                                   clock: { WallTime(unixMillis: 1_795_000_000_000) })
         defer { sink.close(flushTimeout: 0) }
-        #expect(eventually { sink.counters.open })
+        #expect(await eventually { sink.counters.open })
 
         // The reader reads nothing: the pty buffer fills, then the queue, then lines drop.
         let start = monotonicNow()
@@ -31,12 +31,9 @@ struct SerialSinkTests {
 
         // The reader comes back: everything queued arrives, each gap marked with its count, the
         // last one once the queue has drained.
-        let deadline = monotonicNow() + 10
-        while !(sink.counters.queued == 0 && pty.text.hasSuffix("not open\"\r\n")) && monotonicNow() < deadline {
-            pty.read(timeout: 0.05)
-        }
+        _ = await pty.read { sink.counters.queued == 0 && $0.hasSuffix("not open\"\r\n") }
         sink.write(record(20_000, "after the stall"))
-        #expect(pty.read(until: "INFO audio: after the stall n=20000\r\n"))
+        #expect(await pty.read(until: "INFO audio: after the stall n=20000\r\n"))
         #expect(pty.text.hasPrefix("2026-"))
         #expect(pty.text.contains("INFO audio: order spoken n=0\r\n"))
         let markers = pty.text.split(separator: "\r\n").filter { $0.contains("WARN serial: dropped ") }
@@ -52,7 +49,7 @@ struct SerialSinkTests {
         #expect(sink.counters.dropped == c.dropped)
     }
 
-    @Test func aVanishedPortIsReopenedAndTheLineInFlightIsKept() throws {
+    @Test func aVanishedPortIsReopenedAndTheLineInFlightIsKept() async throws {
         let dir = TestFS.tempDir()
         defer { TestFS.remove(dir) }
         let link = dir + "/serial0"
@@ -61,40 +58,40 @@ struct SerialSinkTests {
         let sink = try SerialSink(path: link, options: .init(reopenInterval: 0.05))
         defer { sink.close(flushTimeout: 0) }
         sink.write(record(1, "one"))
-        #expect(first.read(until: "one n=1\r\n"))
+        #expect(await first.read(until: "one n=1\r\n"))
 
         first.closeMaster()  // the USB adapter is pulled
         sink.write(record(2, "two"))
-        #expect(eventually { !sink.counters.open && sink.counters.lastError != nil })
+        #expect(await eventually { sink.counters.portLost == 1 && sink.counters.lastError != nil })
 
         let second = Pty()  // ... and plugged in again
         unlink(link)
         #expect(symlink(second.slavePath, link) == 0)
-        #expect(second.read(until: "two n=2\r\n"))
+        #expect(await second.read(until: "two n=2\r\n"))
         sink.write(record(3, "three"))
-        #expect(second.read(until: "three n=3\r\n"))
+        #expect(await second.read(until: "three n=3\r\n"))
     }
 
-    @Test func aMissingPortIsRetriedAndReported() throws {
+    @Test func aMissingPortIsRetriedAndReported() async throws {
         let dir = TestFS.tempDir()
         defer { TestFS.remove(dir) }
         let path = dir + "/ttyUSB0"
         let sink = try SerialSink(path: path, options: .init(reopenInterval: 0.05))
         defer { sink.close(flushTimeout: 0) }
         sink.write(record(1, "early"))
-        #expect(eventually { sink.counters.lastError?.contains("No such file or directory") == true })
+        #expect(await eventually { sink.counters.lastError?.contains("No such file or directory") == true })
         #expect(sink.counters.lastError?.hasPrefix("open \(path)") == true)
         let pty = Pty()
         #expect(symlink(pty.slavePath, path) == 0)
-        #expect(pty.read(until: "early n=1\r\n"))
+        #expect(await pty.read(until: "early n=1\r\n"))
     }
 
-    @Test func closeFlushesWhatIsQueued() throws {
+    @Test func closeFlushesWhatIsQueued() async throws {
         let pty = Pty()
         let sink = try SerialSink(path: pty.slavePath)
         for i in 0..<50 { sink.write(record(i)) }
         sink.close(flushTimeout: 2)
-        #expect(pty.read(until: "n=49\r\n"))
+        #expect(await pty.read(until: "n=49\r\n"))
         sink.write(record(99))  // ignored after close
         #expect(sink.counters.written == 50)
     }

@@ -11,21 +11,43 @@ enum TestFS {
         return String(cString: p!)
     }
 
+    /// Removes the directory and what the tests put in it (files, sockets, symlinks). No
+    /// system("rm"): a fork would inherit the tests' descriptors (keeping a pty master open)
+    /// and system() ignores SIGINT while it runs.
     static func remove(_ dir: String) {
-        _ = system("rm -rf '\(dir)'")
+        if let d = opendir(dir) {
+            while let e = readdir(d) {
+                let name = withUnsafeBytes(of: e.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+                if name != "." && name != ".." { unlink(dir + "/" + name) }
+            }
+            closedir(d)
+        }
+        rmdir(dir)
     }
 }
 
 func monotonicNow() -> Double { Posix.monotonic() }
 
-/// Polls `condition` every 5 ms until it holds or `timeout` seconds pass (real threads at work).
-func eventually(timeout: Double = 5, _ condition: () -> Bool) -> Bool {
+/// Checks `condition` every 5 ms until it holds or `timeout` seconds pass (real threads at
+/// work). Suspends instead of blocking, so Swift's small pool stays free for the code under test.
+func eventually(timeout: Double = 5, _ condition: () -> Bool) async -> Bool {
     let deadline = monotonicNow() + timeout
     while monotonicNow() < deadline {
         if condition() { return true }
-        usleep(5000)
+        try? await Task.sleep(for: .milliseconds(5))
     }
     return condition()
+}
+
+/// Runs a blocking call (a control client, as in the CLI process) on its own thread.
+func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, any Error>) in
+        do {
+            try SystemThread.start(name: "test-blocking") { c.resume(with: Result { try body() }) }
+        } catch {
+            c.resume(throwing: error)
+        }
+    }
 }
 
 /// A bound unix datagram socket standing in for systemd's notify socket.
@@ -35,7 +57,7 @@ final class DatagramReceiver {
 
     init(path: String) {
         self.path = path
-        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         precondition(fd >= 0)
         let (addr, len) = Posix.unixAddress(path)!
         var a = addr
@@ -71,7 +93,7 @@ final class Pty {
 
     init() {
         // posix_openpt/grantpt/unlockpt/ptsname don't import; their Linux core is this.
-        master = open("/dev/ptmx", O_RDWR | O_NOCTTY)
+        master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC)
         precondition(master >= 0)
         var unlock: Int32 = 0
         precondition(ioctl(master, 0x4004_5431 /* TIOCSPTLCK */, &unlock) == 0)
@@ -89,11 +111,9 @@ final class Pty {
 
     deinit { closeMaster() }
 
-    /// Reads whatever is there, waiting up to `timeout` for the first byte.
+    /// Reads whatever is there now.
     @discardableResult
-    func read(timeout: Double) -> Int {
-        var p = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
-        guard poll(&p, 1, Int32(timeout * 1000)) == 1 else { return 0 }
+    func readAvailable() -> Int {
         var buf = [UInt8](repeating: 0, count: 65536)
         var total = 0
         while true {
@@ -108,13 +128,19 @@ final class Pty {
     var text: String { String(decoding: received, as: UTF8.self) }
 
     /// Reads until the text contains `needle` or `timeout` seconds pass.
-    func read(until needle: String, timeout: Double = 10) -> Bool {
+    func read(until needle: String, timeout: Double = 10) async -> Bool {
+        await read(timeout: timeout) { $0.contains(needle) }
+    }
+
+    /// Reads until `done(text)` or `timeout` seconds pass.
+    func read(timeout: Double = 10, until done: (String) -> Bool) async -> Bool {
         let deadline = monotonicNow() + timeout
         while monotonicNow() < deadline {
-            if text.contains(needle) { return true }
-            read(timeout: 0.05)
+            readAvailable()
+            if done(text) { return true }
+            try? await Task.sleep(for: .milliseconds(5))
         }
-        return text.contains(needle)
+        return done(text)
     }
 }
 
