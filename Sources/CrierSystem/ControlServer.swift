@@ -71,8 +71,9 @@ public final class ControlServer: Sendable {
 
     /// Binds and starts answering. Refuses when another daemon already answers at `path`;
     /// removes a stale socket left by a crashed one.
-    public init(path: String = ControlServer.defaultPath, mode: mode_t = 0o660, maxConnections: Int = 4,
-                handlerTimeout: Double = 10, handlers: Handlers, log: Logger) throws(ControlError) {
+    /// `group`: the group allowed to use the socket (e.g. "crier"); nil keeps the daemon's own.
+    public init(path: String = ControlServer.defaultPath, mode: mode_t = 0o660, group: String? = nil,
+                maxConnections: Int = 4, handlerTimeout: Double = 10, handlers: Handlers, log: Logger) throws(ControlError) {
         self.path = path
         self.maxConnections = maxConnections
         self.handlerTimeout = handlerTimeout
@@ -98,6 +99,19 @@ public final class ControlServer: Sendable {
             Glibc.close(fd)
             unlink(path)
             throw .system(e)
+        }
+        if let group {
+            guard let gr = getgrnam(group) else {
+                Glibc.close(fd)
+                unlink(path)
+                throw .system(SystemError("group \(group) (no such group)", path: path, code: ENOENT))
+            }
+            guard chown(path, uid_t.max, gr.pointee.gr_gid) == 0 else {
+                let e = SystemError("chown :\(group)", path: path)
+                Glibc.close(fd)
+                unlink(path)
+                throw .system(e)
+            }
         }
         listenFD = fd
         do {

@@ -149,6 +149,22 @@ struct ControlServerTests {
         #expect(try await offPool { try ControlClient.status(json: true, path: p) }.hasPrefix("{"))
     }
 
+    @Test func givesTheSocketToAGroup() throws {
+        defer { TestFS.remove(dir) }
+        let hub = LogHub(clock: { WallTime(unixMillis: 0) })
+        let handlers = ControlServer.Handlers(status: { sampleSnapshot() }, say: { _, _ in "" })
+        let gid = getegid()
+        let name = String(cString: getgrgid(gid).pointee.gr_name)
+        let s = try ControlServer(path: path, group: name, handlers: handlers, log: hub.logger("control"))
+        defer { s.close() }
+        var st = stat()
+        #expect(lstat(path, &st) == 0 && st.st_gid == gid)
+        #expect(throws: ControlError.self) {
+            try ControlServer(path: dir + "/other.sock", group: "no-such-group-crier", handlers: handlers, log: hub.logger("control"))
+        }
+        #expect(access(dir + "/other.sock", F_OK) != 0)
+    }
+
     @Test func refusesToReplaceSomethingElse() throws {
         defer { TestFS.remove(dir) }
         #expect(creat(path, 0o644) >= 0)
