@@ -49,6 +49,8 @@ public struct AudioStats: Sendable, Equatable {
     public var rewoundFrames: UInt64 = 0
     public var clamped = 0
     public var lastError = ""
+    /// Seconds from play() to the clip's first frame being written to ALSA, for the last clip.
+    public var lastStartLatency: Double = 0
 }
 
 /// The one thread that owns the ALSA PCM. From `start()` to `stop()` it keeps the device open
@@ -60,7 +62,7 @@ public final class AudioEngine: Sendable {
     let wake = WakeSignal()
 
     private struct Inbox {
-        var adds: [(UInt64, Clip, Double, @Sendable (ClipOutcome) -> Void)] = []
+        var adds: [(UInt64, Clip, Double, Double, @Sendable (ClipOutcome) -> Void)] = []
         var stops: [UInt64] = []
         var gain: Double?
         var stopping = false
@@ -111,7 +113,8 @@ public final class AudioEngine: Sendable {
     @discardableResult
     public func play(_ clip: Clip, gain: Double = 1, onDone: @escaping @Sendable (ClipOutcome) -> Void = { _ in }) -> UInt64 {
         let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
-        inbox.withLock { $0.adds.append((id, clip, gain, onDone)) }
+        let now = Monotonic.now()
+        inbox.withLock { $0.adds.append((id, clip, gain, now, onDone)) }
         wake.wake()
         return id
     }
@@ -144,6 +147,9 @@ public final class AudioEngine: Sendable {
         /// Clips fully rendered but maybe still in the device buffer: id → absolute end frame.
         var pending: [(UInt64, UInt64)] = []
         var stopping = false
+        /// When each clip was handed to play(), for the start-latency figure.
+        var enqueuedAt: [UInt64: Double] = [:]
+        var lastStart: Double?
 
         init(engine: AudioEngine) {
             self.engine = engine
@@ -162,8 +168,9 @@ public final class AudioEngine: Sendable {
             }
             if i.stopping { stopping = true }
             if let g = i.gain { mixer.setGain(g) }
-            for (id, clip, gain, cb) in i.adds {
+            for (id, clip, gain, at, cb) in i.adds {
                 callbacks[id] = cb
+                enqueuedAt[id] = at
                 mixer.add(id: id, clip: clip, gain: gain)
             }
             for id in i.stops where callbacks[id] != nil {
@@ -190,56 +197,59 @@ public final class AudioEngine: Sendable {
             while !stopping {
                 _ = drainInbox()
                 if stopping { break }
-                let device: PCMDevice
+                var wroteAny = false
                 do throws(AudioError) {
-                    device = try PCMDevice.open(config.device, format: config.format, periodMs: config.periodMs, bufferMs: config.bufferMs)
-                } catch {
+                    let device = try PCMDevice.open(config.device, format: config.format, periodMs: config.periodMs, bufferMs: config.bufferMs)
+                    if device.format.rate != mixer.format.rate {
+                        log.warning("device runs at \(device.format.rate) Hz, not audio.rate \(config.format.rate); speech is resampled for it",
+                                    ["device": config.device])
+                        mixer = Mixer(format: device.format, fadeMs: config.fadeMs, headroomDb: config.headroomDb, gain: mixer.currentGain)
+                    }
+                    // "opened" is only said once the device has really taken audio.
+                    let (eng, lg, cfg) = (engine, log, config)
+                    try stream(device) {
+                        wroteAny = true
+                        var fields: [(String, String)] = [
+                            ("device", cfg.device), ("type", device.typeName), ("rate", "\(device.format.rate)"),
+                            ("channels", "\(device.format.channels)"), ("period", "\(device.periodFrames)"),
+                            ("buffer", "\(device.bufferFrames)"),
+                        ]
+                        if let since = failingSince { fields.append(("after", String(format: "%.1fs", Monotonic.now() - since))) }
+                        lg.hub.emit(.info, lg.component, "opened", fields)
+                        lastFailure = nil
+                        failingSince = nil
+                        retry = cfg.retryMin
+                        eng.statsBox.withLock {
+                            $0.deviceOpen = true; $0.deviceType = device.typeName
+                            $0.periodFrames = device.periodFrames; $0.bufferFrames = device.bufferFrames
+                        }
+                    }
+                    fadeOutAndClose(device)
+                } catch var error {
+                    if !wroteAny && error.kind == .lost { error.kind = .other }
                     let key = "\(error.kind) \(error.detail)"
                     if key != lastFailure {
-                        log.warning("\(error); retrying every \(ConfigValue.fmt(retry))-\(ConfigValue.fmt(config.retryMax)) s; \(error.hint)",
-                                    ["device": config.device])
+                        if wroteAny {
+                            log.error("\(error); keeping queued speech and reopening; \(error.hint)", ["device": config.device])
+                        } else {
+                            log.warning("\(error); retrying every \(ConfigValue.fmt(retry))-\(ConfigValue.fmt(config.retryMax)) s; \(error.hint)",
+                                        ["device": config.device])
+                        }
                         lastFailure = key
                     }
-                    failingSince = failingSince ?? Monotonic.now()
-                    engine.statsBox.withLock { $0.deviceOpen = false; $0.lastError = error.description }
-                    progress()
-                    engine.wake.wait(timeout: retry)
-                    retry = min(retry * 2, config.retryMax)
-                    continue
-                }
-                retry = config.retryMin
-                var fields: KeyValuePairs<String, any CustomStringConvertible> = [
-                    "device": config.device, "type": device.typeName, "rate": device.format.rate,
-                    "channels": device.format.channels, "period": device.periodFrames, "buffer": device.bufferFrames,
-                ]
-                if let since = failingSince {
-                    fields = ["device": config.device, "type": device.typeName, "rate": device.format.rate,
-                              "period": device.periodFrames, "buffer": device.bufferFrames,
-                              "after": String(format: "%.1fs", Monotonic.now() - since)]
-                }
-                if device.format.rate != config.format.rate {
-                    log.warning("device runs at \(device.format.rate) Hz, not audio.rate \(config.format.rate); speech is resampled for it",
-                                ["device": config.device])
-                    mixer = Mixer(format: device.format, fadeMs: config.fadeMs, headroomDb: config.headroomDb, gain: mixer.currentGain)
-                }
-                log.info("opened", fields)
-                lastFailure = nil
-                failingSince = nil
-                engine.statsBox.withLock {
-                    $0.deviceOpen = true; $0.deviceType = device.typeName
-                    $0.periodFrames = device.periodFrames; $0.bufferFrames = device.bufferFrames
-                }
-                do throws(AudioError) {
-                    try stream(device)
-                    fadeOutAndClose(device)
-                } catch {
-                    log.error("\(error); keeping queued speech and reopening; \(error.hint)", ["device": config.device])
-                    engine.statsBox.withLock { $0.deviceOpen = false; $0.lastError = error.description; $0.reopenings += 1 }
+                    engine.statsBox.withLock {
+                        $0.deviceOpen = false; $0.lastError = error.description
+                        if wroteAny { $0.reopenings += 1 }
+                    }
                     // Whatever was cut off is said again from its start once the device is back.
                     mixer.rewindAll()
                     for (id, _) in pending { finish(id, .played) }
                     pending = []
-                    failingSince = Monotonic.now()
+                    failingSince = failingSince ?? Monotonic.now()
+                    progress()
+                    if wroteAny { retry = config.retryMin }
+                    engine.wake.wait(timeout: retry)
+                    retry = min(retry * 2, config.retryMax)
                 }
             }
             for id in Array(callbacks.keys) { finish(id, .shutdown) }
@@ -247,7 +257,8 @@ public final class AudioEngine: Sendable {
         }
 
         /// Keeps `device` fed until stop is requested; throws when the device is lost.
-        mutating func stream(_ device: PCMDevice) throws(AudioError) {
+        mutating func stream(_ device: PCMDevice, onFirstWrite: () -> Void) throws(AudioError) {
+            var firstWriteDone = false
             let ch = device.format.channels
             let period = device.periodFrames
             let rate = Double(device.format.rate)
@@ -285,7 +296,9 @@ public final class AudioEngine: Sendable {
                 let ahead: Int
                 var room: Int
                 if device.selfPaced {
-                    ahead = mixer.isIdle && !added ? period : device.bufferFrames
+                    // Idle: nothing ahead of the clock, so arriving speech lands at "now" in the
+                    // stream (there is no rewind on these devices).
+                    ahead = mixer.isIdle && !added ? 0 : device.bufferFrames
                     let due = Int64((Monotonic.now() - t0) * rate) + Int64(ahead)
                     room = Int(max(0, due - Int64(written)))
                 } else {
@@ -304,6 +317,17 @@ public final class AudioEngine: Sendable {
                     }
                     written += UInt64(n)
                     room -= n
+                    // Established once it has taken a buffer's worth (and ≥ 250 ms): some PCMs
+                    // (a file in a missing folder, a USB DAC mid-unplug) open, take a period, then fail.
+                    if !firstWriteDone && written >= UInt64(max(device.bufferFrames, device.format.rate / 4)) {
+                        firstWriteDone = true
+                        onFirstWrite()
+                    }
+                    if !r.started.isEmpty {
+                        let now = Monotonic.now()
+                        for id in r.started { if let t = enqueuedAt.removeValue(forKey: id) { lastStart = now - t } }
+                        if let l = lastStart { engine.statsBox.withLock { $0.lastStartLatency = l } }
+                    }
                     if !r.silent { silentFrom = written }
                     for (id, end) in r.finished { pending.append((id, before + UInt64(end))) }
                 }
@@ -343,6 +367,19 @@ public final class AudioEngine: Sendable {
             for (id, _) in pending { finish(id, .played) }
             pending = []
             log.info("closed", ["device": config.device])
+        }
+    }
+}
+
+extension AudioEngine {
+    /// Opens and closes `device` once: nil when it can be used, the reason otherwise.
+    public static func probe(device: String, format: AudioFormat) -> AudioError? {
+        ALSAErrorText.install()
+        do throws(AudioError) {
+            _ = try PCMDevice.open(device, format: format, periodMs: 20, bufferMs: 80)
+            return nil
+        } catch {
+            return error
         }
     }
 }

@@ -8,12 +8,15 @@ public struct SpeechPipeline: Sendable {
     public let speech: SpeechEngine
     let announcer: Announcer
     let log: Logger
+    /// espeak-ng's voices all run at 22050 Hz; the table is built once, not per alert.
+    let resampler: Resampler
 
     public init(config: CrierConfig, speech: SpeechEngine, log: Logger) {
         self.config = config
         self.speech = speech
         self.log = log
         announcer = Announcer(templates: config.templates, maxChars: config.speech.maxChars)
+        resampler = Resampler(from: 22050, to: config.audio.rate)
     }
 
     public func words(_ content: AnnouncementContent, lang: Lang? = nil, overrideText: String? = nil) -> Utterance {
@@ -32,7 +35,8 @@ public struct SpeechPipeline: Sendable {
         let voice = config.speech.voices[u.lang]!
         let audio = try await speech.synthesize(u, voice: voice)
         let floats = audio.floats
-        return Clip(samples: Resampler(from: audio.rate, to: rate).process(floats))
+        let r = audio.rate == resampler.inputRate && rate == resampler.outputRate ? resampler : Resampler(from: audio.rate, to: rate)
+        return Clip(samples: r.process(floats))
     }
 
     public func phonemes(_ u: Utterance) async -> String {

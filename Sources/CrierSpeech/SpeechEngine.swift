@@ -15,7 +15,7 @@ public enum SpeechError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .initFailed(let p):
-            "espeak-ng could not start (data directory \(p.isEmpty ? "system default" : "'\(p)'")); install espeak-ng-data or fix speech.data_path in crier.conf"
+            "espeak-ng could not start (data directory \(p.isEmpty ? "system default" : "'\(p)'") has no espeak-ng-data/phontab); install espeak-ng-data or fix speech.data_path in crier.conf"
         case .deadlineExceeded(let s, let t):
             "speech synthesis took longer than \(ConfigValue.fmt(s)) s and was cut off (text starts \"\(t.prefix(40))\")"
         case .synthFailed(let c): "espeak-ng failed with error \(c)"
@@ -32,30 +32,16 @@ public struct SpeechAudio: Sendable {
 }
 
 /// The only place espeak-ng is called. The library keeps global state and crashes when used
-/// from two threads (DESIGN.md), so every call runs on one dedicated thread, in order.
+/// from two threads (DESIGN.md), so every call in the process runs on one dedicated thread, in
+/// order; `SpeechEngine` values are handles onto it. The thread lives as long as the process:
+/// `espeak_Terminate` can deadlock on the library's own helper thread, and there is nothing to
+/// gain from tearing the library down before exit.
 public final class SpeechEngine: Sendable {
     public let dataPath: String
     let log: Logger
     /// Longest one synthesis may run before it is aborted (a runaway input must not stall alerts).
     public let deadline: Double
-
-    private enum Job {
-        case synth(Utterance, VoiceConfig, CheckedContinuation<Result<SpeechAudio, SpeechError>, Never>)
-        case phonemes(Utterance, VoiceConfig, CheckedContinuation<String, Never>)
-    }
-
-    private struct Queue {
-        var jobs: [Job] = []
-        var stopping = false
-        var started = false
-    }
-
-    // Jobs hold continuations, which are Sendable; Job itself is only built and consumed under
-    // the lock or on the speech thread.
-    private let queue = Mutex(Queue())
-    private let signal = DispatchSemaphore(value: 0)
-    private let exited = DispatchSemaphore(value: 0)
-    private let progressNs = Atomic<Int64>(0)
+    private let stopped = Atomic<Bool>(false)
 
     public init(dataPath: String = "", deadline: Double = 5, log: Logger) {
         self.dataPath = dataPath
@@ -63,43 +49,15 @@ public final class SpeechEngine: Sendable {
         self.log = log
     }
 
-    public var lastProgress: Double { Double(progressNs.load(ordering: .relaxed)) / 1e9 }
+    public var lastProgress: Double { EspeakThread.shared.lastProgress }
 
-    private func ensureStarted() {
-        let first = queue.withLock { q in
-            defer { q.started = true }
-            return !q.started
-        }
-        guard first else { return }
-        let t = Thread { [self] in
-            var worker = Worker(engine: self)
-            worker.run()
-            exited.signal()
-        }
-        t.name = "crier-speech"
-        t.start()
-    }
-
-    public func stop() {
-        let wasRunning = queue.withLock { q in
-            defer { q.stopping = true }
-            return q.started && !q.stopping
-        }
-        if wasRunning {
-            signal.signal()
-            exited.wait()
-        }
-    }
+    /// Refuses further work from this handle. Work already queued still completes.
+    public func stop() { stopped.store(true, ordering: .relaxed) }
 
     public func synthesize(_ u: Utterance, voice: VoiceConfig) async throws(SpeechError) -> SpeechAudio {
-        ensureStarted()
+        if stopped.load(ordering: .relaxed) { throw .shutDown }
         let r = await withCheckedContinuation { (c: CheckedContinuation<Result<SpeechAudio, SpeechError>, Never>) in
-            let ok = queue.withLock { q in
-                if q.stopping { return false }
-                q.jobs.append(.synth(u, voice, c))
-                return true
-            }
-            if ok { signal.signal() } else { c.resume(returning: .failure(.shutDown)) }
+            EspeakThread.shared.submit(.synth(u, voice, EspeakThread.Settings(dataPath: dataPath, deadline: deadline, log: log), c))
         }
         return try r.get()
     }
@@ -107,18 +65,47 @@ public final class SpeechEngine: Sendable {
     /// espeak-ng's phoneme transcription of what would be said (as `espeak-ng -x`), for tests
     /// and `crier say --phonemes`.
     public func phonemes(_ u: Utterance, voice: VoiceConfig) async -> String {
-        ensureStarted()
+        if stopped.load(ordering: .relaxed) { return "" }
         return await withCheckedContinuation { (c: CheckedContinuation<String, Never>) in
-            let ok = queue.withLock { q in
-                if q.stopping { return false }
-                q.jobs.append(.phonemes(u, voice, c))
-                return true
-            }
-            if ok { signal.signal() } else { c.resume(returning: "") }
+            EspeakThread.shared.submit(.phonemes(u, voice, EspeakThread.Settings(dataPath: dataPath, deadline: deadline, log: log), c))
         }
     }
+}
 
-    // MARK: the speech thread
+/// The process's one espeak-ng thread.
+final class EspeakThread: Sendable {
+    static let shared = EspeakThread()
+
+    struct Settings: Sendable {
+        var dataPath: String
+        var deadline: Double
+        var log: Logger
+    }
+
+    enum Job: Sendable {
+        case synth(Utterance, VoiceConfig, Settings, CheckedContinuation<Result<SpeechAudio, SpeechError>, Never>)
+        case phonemes(Utterance, VoiceConfig, Settings, CheckedContinuation<String, Never>)
+    }
+
+    private let queue = Mutex<[Job]>([])
+    private let signal = DispatchSemaphore(value: 0)
+    private let progressNs = Atomic<Int64>(0)
+
+    private init() {
+        let t = Thread { [self] in
+            var worker = Worker(owner: self)
+            worker.run()
+        }
+        t.name = "crier-speech"
+        t.start()
+    }
+
+    var lastProgress: Double { Double(progressNs.load(ordering: .relaxed)) / 1e9 }
+
+    func submit(_ job: Job) {
+        queue.withLock { $0.append(job) }
+        signal.signal()
+    }
 
     /// Collects one synthesis; reached from the C callback through espeak's user_data.
     final class Collector {
@@ -129,15 +116,42 @@ public final class SpeechEngine: Sendable {
     }
 
     private struct Worker {
-        let engine: SpeechEngine
+        let owner: EspeakThread
         var rate = 0
+        /// The data path the library was last initialized with (nil: never).
+        var initializedPath: String?
         var currentVoice: String?
         var currentParams: (Int, Int, Int)?
         var failedVoices: Set<String> = []
 
         mutating func run() {
-            let path = engine.dataPath
-            rate = Int(espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 200, path.isEmpty ? nil : path, Int32(espeakINITIALIZE_DONT_EXIT)))
+            while true {
+                owner.signal.wait()
+                guard let job = owner.queue.withLock({ q in q.isEmpty ? nil : q.removeFirst() }) else { continue }
+                owner.progressNs.store(Int64(Monotonic.now() * 1e9), ordering: .relaxed)
+                switch job {
+                case .synth(let u, let v, let s, let c):
+                    c.resume(returning: synth(u, v, s))
+                case .phonemes(let u, let v, let s, let c):
+                    c.resume(returning: phonemes(u, v, s))
+                }
+            }
+        }
+
+        /// Initializes (or re-initializes for another data path) the library.
+        mutating func ready(_ s: Settings) -> Bool {
+            if initializedPath == s.dataPath { return rate > 0 }
+            // espeak-ng quietly falls back to its built-in path when the one given is wrong;
+            // a configured path that does not hold the data is a mistake worth reporting.
+            if !s.dataPath.isEmpty && access(s.dataPath + "/espeak-ng-data/phontab", R_OK) != 0 {
+                s.log.error(SpeechError.initFailed(path: s.dataPath).description)
+                return false
+            }
+            rate = Int(espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 200, s.dataPath.isEmpty ? nil : s.dataPath,
+                                         Int32(espeakINITIALIZE_DONT_EXIT)))
+            initializedPath = s.dataPath
+            currentVoice = nil
+            currentParams = nil
             if rate > 0 {
                 espeak_SetSynthCallback { wav, count, events in
                     guard let events, let ctx = events.pointee.user_data else { return 0 }
@@ -149,46 +163,21 @@ public final class SpeechEngine: Sendable {
                     }
                     return 0
                 }
-                engine.log.debug("espeak-ng ready", ["rate": rate])
+                s.log.debug("espeak-ng ready", ["rate": rate])
             } else {
-                engine.log.error(SpeechError.initFailed(path: path).description)
+                s.log.error(SpeechError.initFailed(path: s.dataPath).description)
             }
-            while true {
-                engine.signal.wait()
-                let (job, stopping) = engine.queue.withLock { q -> (Job?, Bool) in
-                    q.jobs.isEmpty ? (nil, q.stopping) : (q.jobs.removeFirst(), false)
-                }
-                guard let job else {
-                    if stopping { break }
-                    continue
-                }
-                engine.progressNs.store(Int64(Monotonic.now() * 1e9), ordering: .relaxed)
-                switch job {
-                case .synth(let u, let v, let c):
-                    c.resume(returning: synth(u, v))
-                case .phonemes(let u, let v, let c):
-                    c.resume(returning: phonemes(u, v))
-                }
-            }
-            if rate > 0 { espeak_Terminate() }
-            // Fail whatever is still queued rather than leave callers waiting forever.
-            let rest = engine.queue.withLock { q in defer { q.jobs = [] }; return q.jobs }
-            for job in rest {
-                switch job {
-                case .synth(_, _, let c): c.resume(returning: .failure(.shutDown))
-                case .phonemes(_, _, let c): c.resume(returning: "")
-                }
-            }
+            return rate > 0
         }
 
-        mutating func select(_ v: VoiceConfig, lang: Lang) {
+        mutating func select(_ v: VoiceConfig, lang: Lang, log: Logger) {
             var name = v.voice
             if failedVoices.contains(name) { name = SpeechConfig().voices[lang]!.voice }
             if currentVoice != name {
                 let r = espeak_SetVoiceByName(name)
                 if r != EE_OK {
                     let fallback = SpeechConfig().voices[lang]!.voice
-                    engine.log.error("espeak-ng voice '\(name)' not found; using '\(fallback)'; check speech.\(lang.rawValue).voice in crier.conf (`espeak-ng --voices` lists them)")
+                    log.error("espeak-ng voice '\(name)' not found; using '\(fallback)'; check speech.\(lang.rawValue).voice in crier.conf (`espeak-ng --voices` lists them)")
                     failedVoices.insert(name)
                     name = fallback
                     _ = espeak_SetVoiceByName(fallback)
@@ -196,7 +185,7 @@ public final class SpeechEngine: Sendable {
                 currentVoice = name
                 currentParams = nil
             }
-            // Parameters persist across voice changes in espeak-ng: set them every time they differ.
+            // Parameters persist across voice changes in espeak-ng: set them whenever they differ.
             if currentParams == nil || currentParams! != (v.rate, v.pitch, v.volume) {
                 espeak_SetParameter(espeakRATE, Int32(v.rate), 0)
                 espeak_SetParameter(espeakPITCH, Int32(v.pitch), 0)
@@ -205,10 +194,10 @@ public final class SpeechEngine: Sendable {
             }
         }
 
-        mutating func synth(_ u: Utterance, _ v: VoiceConfig) -> Result<SpeechAudio, SpeechError> {
-            guard rate > 0 else { return .failure(.initFailed(path: engine.dataPath)) }
-            select(v, lang: u.lang)
-            let collector = Collector(deadline: Monotonic.now() + engine.deadline)
+        mutating func synth(_ u: Utterance, _ v: VoiceConfig, _ s: Settings) -> Result<SpeechAudio, SpeechError> {
+            guard ready(s) else { return .failure(.initFailed(path: s.dataPath)) }
+            select(v, lang: u.lang, log: s.log)
+            let collector = Collector(deadline: Monotonic.now() + s.deadline)
             let ctx = Unmanaged.passUnretained(collector).toOpaque()
             // No espeakSSML and no espeakPHONEMES: text from outside must not switch voices,
             // read files or inject phoneme codes.
@@ -218,14 +207,14 @@ public final class SpeechEngine: Sendable {
                     espeak_Synth(p, strlen(p) + 1, 0, POS_CHARACTER, 0, flags, nil, ctx)
                 }
             }
-            if collector.aborted { return .failure(.deadlineExceeded(seconds: engine.deadline, text: u.text)) }
+            if collector.aborted { return .failure(.deadlineExceeded(seconds: s.deadline, text: u.text)) }
             guard r == EE_OK else { return .failure(.synthFailed(code: r.rawValue)) }
             return .success(SpeechAudio(rate: rate, samples: collector.samples))
         }
 
-        mutating func phonemes(_ u: Utterance, _ v: VoiceConfig) -> String {
-            guard rate > 0 else { return "" }
-            select(v, lang: u.lang)
+        mutating func phonemes(_ u: Utterance, _ v: VoiceConfig, _ s: Settings) -> String {
+            guard ready(s) else { return "" }
+            select(v, lang: u.lang, log: s.log)
             var out: [String] = []
             u.text.withCString { base in
                 var ptr: UnsafeRawPointer? = UnsafeRawPointer(base)

@@ -1,4 +1,5 @@
 import CrierCore
+import CrierLink
 import CrierRuntime
 import Foundation
 
@@ -8,7 +9,9 @@ let usage = """
     usage: crier <command> [options]
 
     commands:
-      run            the daemon: audio, speech, order link (what the systemd unit starts)
+      run            the daemon: audio, speech, order link, buttons (what the systemd unit starts)
+      demo           the reference order server on loopback plus the daemon, in one command
+      order-sim      the reference order server (sends orders, prints every ack)
       say TEXT...    speak TEXT on the configured device, or write it to a WAV file
       check-config   validate a config file and print the effective configuration
       config         print a fully commented example config (--example)
@@ -86,6 +89,83 @@ case "say":
     guard !a.rest.isEmpty else { fail("say needs TEXT", sayUsage) }
     o.text = a.rest.joined(separator: " ")
     exit(await SayCommand.run(o))
+case "run":
+    let help = "usage: crier run [--config FILE]   the daemon (default config \(CrierConfig.defaultPath))"
+    var a = Args(rest: argv, help: help)
+    if a.flag("--help") { print(help); exit(0) }
+    let file = a.value("--config")
+    a.noUnknownOptions()
+    guard a.rest.isEmpty else { fail("run takes no arguments", help) }
+    exit(await RunCommand.run(configPath: file))
+case "demo":
+    let help = """
+        usage: crier demo [--config FILE] [--every MIN-MAX] [--seconds N] [--wav FILE]
+
+          The reference order server on 127.0.0.1 plus the daemon. Orders every MIN-MAX seconds
+          (default 4-8); type a number + Enter for an order now. Audio goes to audio.device
+          (default `default`), or to FILE (default crier-demo.wav) when that device cannot open.
+          Keys + - m r a act as the buttons when stdin is a terminal. --seconds stops after N s.
+        """
+    var a = Args(rest: argv, help: help)
+    if a.flag("--help") { print(help); exit(0) }
+    var o = DemoOptions()
+    o.configPath = a.value("--config")
+    if let e = a.value("--every") {
+        guard let r = OrderServerConfig.parseRange(e), r.lowerBound > 0 else { fail("--every expects MIN-MAX seconds, got \"\(e)\"", help) }
+        o.every = r
+    }
+    if let s = a.value("--seconds") {
+        guard let v = Double(s), v > 0 else { fail("--seconds expects a positive number, got \"\(s)\"", help) }
+        o.seconds = v
+    }
+    if let w = a.value("--wav") { o.wav = w }
+    a.noUnknownOptions()
+    exit(await DemoCommand.run(o))
+case "order-sim":
+    let help = """
+        usage: crier order-sim [--host ADDR] [--port P] [--every MIN-MAX] [--rate N] [--count N]
+                               [--token T] [--state FILE] [--numbers MIN-MAX] [--no-stdin]
+
+          The reference order server (docs/protocol.md). Sends a random new_customer order every
+          MIN-MAX seconds (default 60-240; 0 = none), or N per second with --rate; stops after
+          --count orders once all are acked. Lines typed on stdin become orders (a number →
+          new_customer, other text → text). Prints one line per event: order, ack, device.
+          --state FILE keeps unacked orders across restarts of the server.
+        """
+    var a = Args(rest: argv, help: help)
+    if a.flag("--help") { print(help); exit(0) }
+    var o = OrderSimOptions()
+    o.config.readStdin = !a.flag("--no-stdin")
+    if let h = a.value("--host") { o.config.host = h }
+    if let p = a.value("--port") {
+        guard let v = Int(p), (0...65535).contains(v) else { fail("--port expects 0...65535, got \"\(p)\"", help) }
+        o.config.port = v
+    }
+    if let e = a.value("--every") {
+        if e == "0" {
+            o.config.randomOrders = false
+        } else {
+            guard let r = OrderServerConfig.parseRange(e) else { fail("--every expects MIN-MAX seconds or 0, got \"\(e)\"", help) }
+            o.config.every = r
+        }
+    }
+    if let r = a.value("--rate") {
+        guard let v = Double(r), v > 0 else { fail("--rate expects orders per second > 0, got \"\(r)\"", help) }
+        o.config.rate = v
+    }
+    if let c = a.value("--count") {
+        guard let v = Int(c), v > 0 else { fail("--count expects a positive integer, got \"\(c)\"", help) }
+        o.config.count = v
+    }
+    if let n = a.value("--numbers") {
+        guard let r = OrderServerConfig.parseRange(n), r.lowerBound >= 0, r.upperBound <= 999_999 else { fail("--numbers expects MIN-MAX, got \"\(n)\"", help) }
+        o.config.numbers = Int(r.lowerBound)...Int(r.upperBound)
+    }
+    o.config.token = a.value("--token")
+    o.config.stateFile = a.value("--state")
+    a.noUnknownOptions()
+    guard a.rest.isEmpty else { fail("order-sim takes no arguments", help) }
+    exit(OrderSimCommand.run(o))
 case "check-config":
     let help = "usage: crier check-config [FILE]   (default \(CrierConfig.defaultPath))"
     var a = Args(rest: argv, help: help)
@@ -95,12 +175,22 @@ case "check-config":
     guard a.rest.count <= 1 else { fail("check-config takes one FILE", help) }
     exit(CheckConfigCommand.run(path: a.rest.first ?? file))
 case "config":
-    let help = "usage: crier config --example   print every key with its default and a line of documentation"
+    let help = """
+        usage: crier config --example | --markdown
+          --example   every key, commented out, with its default and a line of documentation
+          --markdown  the key table of docs/configuration.md
+        """
     var a = Args(rest: argv, help: help)
     if a.flag("--help") { print(help); exit(0) }
-    guard a.flag("--example") else { fail("config needs --example", help) }
-    a.noUnknownOptions()
-    print(CrierConfig.example(), terminator: "")
+    if a.flag("--markdown") {
+        a.noUnknownOptions()
+        print(CrierConfig.markdownTable(), terminator: "")
+    } else if a.flag("--example") {
+        a.noUnknownOptions()
+        print(CrierConfig.example(), terminator: "")
+    } else {
+        fail("config needs --example or --markdown", help)
+    }
 default:
     fail("unknown command \"\(command)\"", usage)
 }

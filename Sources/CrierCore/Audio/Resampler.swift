@@ -11,6 +11,9 @@ public struct Resampler: Sendable {
     public init(from inputRate: Int, to outputRate: Int, halfTaps: Int = 8, phases: Int = 256) {
         self.inputRate = inputRate
         self.outputRate = outputRate
+        // When decimating, the kernel widens with the ratio so the stop band stays as steep.
+        let ratio = max(1.0, Double(inputRate) / Double(outputRate))
+        let halfTaps = Int((Double(halfTaps) * ratio).rounded(.up))
         self.halfTaps = halfTaps
         self.phases = phases
         // Cut off a little below the lower Nyquist so the transition band stays inside it.

@@ -29,7 +29,8 @@ public struct ConfigParser: Sendable {
         var body = Substring(text)
         if body.hasPrefix("\u{FEFF}") { body = body.dropFirst() }
         var lineNo = 0
-        for rawLine in body.split(separator: "\n", omittingEmptySubsequences: false) {
+        // "\r\n" is one Character in Swift: split on both forms.
+        for rawLine in body.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
             lineNo += 1
             var line = rawLine
             if line.hasSuffix("\r") { line = line.dropLast() }

@@ -119,6 +119,7 @@ public struct CrierConfig: Sendable, Equatable {
     public var templates = Templates()
     public var alerts = AlertConfig()
     public var status = StatusPromptConfig()
+    public var buttons = ButtonsConfig()
     public var log = LogConfig()
     public var supervision = SupervisionConfig()
 
@@ -128,7 +129,7 @@ public struct CrierConfig: Sendable, Equatable {
 
     /// Every key, in the order docs and `crier check-config` print them.
     public static let schema: [ConfigKey] = generalKeys + audioKeys + speechKeys + Templates.keys + AlertConfig.keys
-        + StatusPromptConfig.keys + logKeys + SupervisionConfig.keys
+        + StatusPromptConfig.keys + ButtonsConfig.keys + logKeys + SupervisionConfig.keys
 
     /// The effective configuration as `key = value` lines, keys in schema order.
     public func rendered(schema: [ConfigKey] = CrierConfig.schema) -> String {
@@ -137,6 +138,21 @@ public struct CrierConfig: Sendable, Equatable {
             let needsQuotes = v.hasPrefix(" ") || v.hasSuffix(" ") || v.contains("#")
             return "\(k.name) = \(needsQuotes ? "\"\(v)\"" : v)"
         }.joined(separator: "\n") + "\n"
+    }
+
+    /// docs/configuration.md's key table (the file is checked against this by a test).
+    public static func markdownTable(schema: [ConfigKey] = CrierConfig.schema) -> String {
+        var out = ""
+        var section = ""
+        for k in schema {
+            if k.section != section {
+                section = k.section
+                out += "\n### \(section)\n\n| key | default | meaning |\n|---|---|---|\n"
+            }
+            let d = k.defaultText.isEmpty ? "(empty)" : "`\(k.defaultText)`"
+            out += "| `\(k.name)` | \(d) | \(k.doc.replacingAll("|", with: "\\|")) |\n"
+        }
+        return out
     }
 
     /// A fully commented example: every key with its default and one line of documentation.
@@ -210,6 +226,9 @@ extension CrierConfig {
                   doc: "Headroom below full scale kept by the mixer, in dB, so speech never clips.",
                   apply: { c, v throws(ConfigValueError) in c.audio.headroomDb = try ConfigValue.number(v, 0...24) },
                   render: { ConfigValue.fmt($0.audio.headroomDb) }),
+        ConfigKey("audio.mixer", section: "audio", default: "",
+                  doc: "ALSA mixer element the volume buttons move (e.g. PCM, Digital, Speaker); empty: Crier's own software gain.",
+                  apply: { c, v in c.audio.mixer = v }, render: { $0.audio.mixer }),
         ConfigKey("audio.fade_ms", section: "audio", default: "5",
                   doc: "Fade-in/out at every edge of speech and tones, in ms, so nothing clicks.",
                   apply: { c, v throws(ConfigValueError) in c.audio.fadeMs = try ConfigValue.number(v, 0...100) },
@@ -227,7 +246,7 @@ extension CrierConfig {
                       apply: { c, v throws(ConfigValueError) in c.speech.maxChars = try ConfigValue.int(v, 20...2000) },
                       render: { String($0.speech.maxChars) }),
             ConfigKey("speech.data_path", section: "speech", default: "",
-                      doc: "espeak-ng data directory; empty uses the system's (/usr/lib/*/espeak-ng-data).",
+                      doc: "Directory that contains espeak-ng-data/; empty uses the system's (/usr/lib/*/espeak-ng-data).",
                       apply: { c, v in c.speech.dataPath = v }, render: { $0.speech.dataPath }),
         ]
         let defaults = SpeechConfig().voices

@@ -74,12 +74,11 @@ public struct LogRecord: Sendable, Equatable {
     }
 
     static func quoteIfNeeded(_ v: String) -> String {
-        let clean = sanitize(v)
-        if clean.isEmpty { return "\"\"" }
-        if clean.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" }) {
-            return "\"" + clean.replacingAll("\\", with: "\\\\").replacingAll("\"", with: "\\\"") + "\""
+        if v.isEmpty { return "\"\"" }
+        if v.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" || $0 == "\\" || $0.isNewline }) {
+            return "\"" + sanitize(v.replacingAll("\\", with: "\\\\").replacingAll("\"", with: "\\\"")) + "\""
         }
-        return clean
+        return sanitize(v)
     }
 }
 

@@ -134,7 +134,8 @@ public enum NumberWords {
             }
             if out.hasSuffix("-") {
                 let beforeMinus = out.dropLast().last
-                if beforeMinus == nil || !(beforeMinus!.isLetter || beforeMinus!.isNumber) {
+                // After an ASCII letter or digit it is a hyphen ("A-12"); elsewhere a sign.
+                if beforeMinus == nil || !(beforeMinus!.isASCII && (beforeMinus!.isLetter || beforeMinus!.isNumber)) {
                     out.removeLast()
                     out += lang == .zh ? "负" : "minus "
                 }
