@@ -19,12 +19,27 @@ import Testing
         #expect(StatusFormat.json(snapshot) == #"{"version":"0.1.0","device":"kiosk-1","time":"2026-11-18T11:06:40.000Z","uptime_s":90061,"healthy":false,"components":[{"name":"audio","state":"running","restarts":0,"last_failure":null,"since_progress_s":0.0,"detail":"hw:1 open"},{"name":"link","state":"restarting","restarts":2,"last_failure":"error: connection refused","since_progress_s":null,"detail":null}],"link":{"state":"down","server":"tcp://10.0.0.5:7700","since_s":42,"detail":"connection refused"},"last_error":{"time":"2026-11-18T11:06:39.000Z","component":"link","message":"connect failed","line":"2026-11-18T11:06:39.000Z ERROR link: connect failed error=ECONNREFUSED"},"volume":6,"volume_max":10,"muted":true,"queue_length":1,"last_alerts":[{"time":"2026-11-18T11:06:30.000Z","id":"A1","lang":"zh","text":"新订单 \"42\" 号\n","state":"acked"}]}"#)
     }
 
-    @Test func jsonEscapesControlCharacters() {
-        #expect(JSONValue.quote("a\u{1}b\u{7f}\\") == #""a\u0001b\u007f\\""#)
-        #expect(JSONValue.number(-1.25, decimals: 1).encoded == "-1.3" || JSONValue.number(-1.25, decimals: 1).encoded == "-1.2")
-        #expect(JSONValue.number(3.14159, decimals: 2).encoded == "3.14")
-        #expect(JSONValue.number(0.05, decimals: 2).encoded == "0.05")
-        #expect(JSONValue.number(.nan, decimals: 1).encoded == "null")
+    @Test func numbersAreRoundedLiterals() {
+        #expect(StatusFormat.fixed(3.14159, 2) == "3.14")
+        #expect(StatusFormat.fixed(0.05, 2) == "0.05")
+        #expect(StatusFormat.fixed(-2.26, 1) == "-2.3")
+        #expect(StatusFormat.fixed(42.4, 0) == "42")
+        var odd = snapshot
+        odd.uptime = .nan
+        #expect(StatusFormat.json(odd).contains("\"uptime_s\":null"))
+    }
+
+    @Test func jsonParsesBack() throws {
+        let v = try JSON.parse(Array(StatusFormat.json(snapshot).utf8)).get()
+        guard case .object(let o) = v, case .string(let text)? = o["last_alerts"].flatMap({ a -> JSONValue? in
+            if case .array(let xs) = a, case .object(let first)? = xs.first { return first["text"] }
+            return nil
+        }) else {
+            Issue.record("not an object with last_alerts: \(v)")
+            return
+        }
+        #expect(text == "新订单 \"42\" 号\n")
+        #expect(o["healthy"] == .bool(false))
     }
 
     @Test func humanText() {

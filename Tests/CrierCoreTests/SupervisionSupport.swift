@@ -100,7 +100,7 @@ final class FakeComponent: SupervisedComponent {
 }
 
 /// A supervisor on a manual clock with its log captured.
-struct Rig {
+struct SupervisorRig {
     let clock = ManualClock(now: 100)
     let sink = MemoryLogSink()
     let supervisor: Supervisor

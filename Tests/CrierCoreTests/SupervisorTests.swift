@@ -9,7 +9,7 @@ struct SupervisorTests {
         let speech = FakeComponent("speech", dependencies: ["audio"])
         let buttons = FakeComponent("buttons")
         let audio = FakeComponent("audio")
-        let rig = try Rig([link, speech, audio, buttons])
+        let rig = try SupervisorRig([link, speech, audio, buttons])
         #expect(rig.supervisor.startOrder == ["audio", "speech", "link", "buttons"])
         var events = rig.supervisor.events.makeAsyncIterator()
         let run = rig.start()
@@ -37,7 +37,7 @@ struct SupervisorTests {
     @Test func aThrowingComponentIsRestartedWithBackoffAndTheOthersAreUnaffected() async throws {
         let audio = FakeComponent("audio")
         let link = FakeComponent("link", [.throwing, .throwing, .healthy])
-        let rig = try Rig([audio, link])
+        let rig = try SupervisorRig([audio, link])
         var events = rig.supervisor.events.makeAsyncIterator()
         let run = rig.start()
         #expect(await events.take(3) == [
@@ -68,7 +68,7 @@ struct SupervisorTests {
 
     @Test func aComponentReturningUnaskedIsAFailure() async throws {
         let link = FakeComponent("link", [.returning, .healthy])
-        let rig = try Rig([link])
+        let rig = try SupervisorRig([link])
         var events = rig.supervisor.events.makeAsyncIterator()
         let run = rig.start()
         #expect(await events.take(2) == [
@@ -83,7 +83,7 @@ struct SupervisorTests {
     @Test func aStalledComponentIsInterruptedAndRestartedTheOthersKeepRunning() async throws {
         let audio = FakeComponent("audio", stallDeadline: 2)
         let link = FakeComponent("link", stallDeadline: 2)
-        let rig = try Rig([audio, link])
+        let rig = try SupervisorRig([audio, link])
         var events = rig.supervisor.events.makeAsyncIterator()
         let run = rig.start()
         #expect(await events.take(2) == [.started("audio", run: 1), .started("link", run: 1)])
@@ -128,7 +128,7 @@ struct SupervisorTests {
         let audio = FakeComponent("audio", stallDeadline: 2)
         let link = FakeComponent("link", dependencies: ["audio"], [.throwing, .healthy])
         let buttons = FakeComponent("buttons", stallDeadline: 2)
-        let rig = try Rig([audio, link, buttons])
+        let rig = try SupervisorRig([audio, link, buttons])
         var events = rig.supervisor.events.makeAsyncIterator()
         let run = rig.start()
         #expect(await events.take(4) == [
@@ -157,7 +157,7 @@ struct SupervisorTests {
 
     @Test func aRunThatIgnoresTheStopRequestIsAbandonedAndANewOneStarts() async throws {
         let audio = FakeComponent("audio", stallDeadline: 2, [.hang, .healthy])
-        let rig = try Rig([audio], options: .init(stallGrace: 1))
+        let rig = try SupervisorRig([audio], options: .init(stallGrace: 1))
         var events = rig.supervisor.events.makeAsyncIterator()
         let run = rig.start()
         #expect(await events.take(1) == [.started("audio", run: 1)])
@@ -182,7 +182,7 @@ struct SupervisorTests {
     @Test func exceedingTheRestartIntensityStopsEverythingAndFails() async throws {
         let audio = FakeComponent("audio")
         let link = FakeComponent("link", dependencies: ["audio"], policy: RestartPolicy(maxRestarts: 2, window: 60), [.throwing])
-        let rig = try Rig([audio, link])
+        let rig = try SupervisorRig([audio, link])
         var events = rig.supervisor.events.makeAsyncIterator()
         let run = rig.start()
         #expect(await events.take(3) == [
@@ -212,7 +212,7 @@ struct SupervisorTests {
 
     @Test func failuresSpreadOutsideTheWindowNeverGiveUp() async throws {
         let link = FakeComponent("link", policy: RestartPolicy(maxRestarts: 1, window: 10), [.throwing])
-        let rig = try Rig([link])
+        let rig = try SupervisorRig([link])
         var events = rig.supervisor.events.makeAsyncIterator()
         let run = rig.start()
         #expect(await events.take(2) == [
@@ -234,7 +234,7 @@ struct SupervisorTests {
     @Test func aComponentThatDoesNotStopInTimeIsAbandonedAndTheRestStillStop() async throws {
         let audio = FakeComponent("audio")
         let link = FakeComponent("link", stopTimeout: 3, [.hang])
-        let rig = try Rig([audio, link])
+        let rig = try SupervisorRig([audio, link])
         var events = rig.supervisor.events.makeAsyncIterator()
         let run = rig.start()
         _ = await events.take(2)
@@ -254,7 +254,7 @@ struct SupervisorTests {
 
     @Test func cancellingTheRunTaskStopsGracefully() async throws {
         let audio = FakeComponent("audio")
-        let rig = try Rig([audio])
+        let rig = try SupervisorRig([audio])
         var events = rig.supervisor.events.makeAsyncIterator()
         let run = rig.start()
         _ = await events.take(1)
@@ -265,7 +265,7 @@ struct SupervisorTests {
     }
 
     @Test func runsOnlyOnce() async throws {
-        let rig = try Rig([FakeComponent("audio")])
+        let rig = try SupervisorRig([FakeComponent("audio")])
         var events = rig.supervisor.events.makeAsyncIterator()
         let run = rig.start()
         _ = await events.take(1)
@@ -276,13 +276,13 @@ struct SupervisorTests {
 
     @Test func refusesBadComponentSets() {
         #expect(throws: SupervisorError.duplicateName("a")) {
-            try Rig([FakeComponent("a"), FakeComponent("a")])
+            try SupervisorRig([FakeComponent("a"), FakeComponent("a")])
         }
         #expect(throws: SupervisorError.unknownDependency(component: "link", dependency: "audio")) {
-            try Rig([FakeComponent("link", dependencies: ["audio"])])
+            try SupervisorRig([FakeComponent("link", dependencies: ["audio"])])
         }
         #expect(throws: SupervisorError.dependencyCycle(["a", "b"])) {
-            try Rig([FakeComponent("a", dependencies: ["b"]), FakeComponent("b", dependencies: ["a"]), FakeComponent("c")])
+            try SupervisorRig([FakeComponent("a", dependencies: ["b"]), FakeComponent("b", dependencies: ["a"]), FakeComponent("c")])
         }
     }
 }

@@ -78,54 +78,55 @@ public struct AlertSummary: Sendable, Equatable {
 /// The three renderings of a snapshot: JSON for `crier status --json`, text for people, and
 /// the one-line systemd STATUS.
 public enum StatusFormat {
-    /// One line of JSON, keys in a fixed order.
+    /// One line of JSON, keys in a fixed order (written with the protocol's `JSON`).
     public static func json(_ s: StatusSnapshot) -> String {
-        var o = JSONObject()
-        o.add("version", .string(s.version))
-        o.add("device", .string(s.deviceID))
-        o.add("time", .string(s.time.iso8601))
-        o.add("uptime_s", .number(s.uptime, decimals: 0))
-        o.add("healthy", .bool(s.healthy))
-        o.add("components", .array(s.components.map { c in
-            var x = JSONObject()
-            x.add("name", .string(c.name))
-            x.add("state", .string(c.state.rawValue))
-            x.add("restarts", .int(c.restarts))
-            x.add("last_failure", c.lastFailure.map(JSONValue.string) ?? .null)
-            x.add("since_progress_s", c.sinceProgress.map { .number($0, decimals: 1) } ?? .null)
-            x.add("detail", c.detail.map(JSONValue.string) ?? .null)
-            return .object(x)
-        }))
-        var link = JSONObject()
-        link.add("state", .string(s.link.state))
-        link.add("server", s.link.server.map(JSONValue.string) ?? .null)
-        link.add("since_s", s.link.since.map { .number($0, decimals: 0) } ?? .null)
-        link.add("detail", s.link.detail.map(JSONValue.string) ?? .null)
-        o.add("link", .object(link))
-        if let e = s.lastError {
-            var x = JSONObject()
-            x.add("time", .string(e.time.iso8601))
-            x.add("component", .string(e.component))
-            x.add("message", .string(e.message))
-            x.add("line", .string(e.formatted()))
-            o.add("last_error", .object(x))
-        } else {
-            o.add("last_error", .null)
+        func str(_ v: String?) -> JSONValue { v.map(JSONValue.string) ?? .null }
+        func int(_ v: Int) -> JSONValue { .number(JSONNumber(v)) }
+        func num(_ v: Double?, _ decimals: Int) -> JSONValue {
+            v.map { d in d.isFinite ? .number(JSONNumber(literal: fixed(d, decimals))) : .null } ?? .null
         }
-        o.add("volume", .int(s.volume))
-        o.add("volume_max", .int(s.volumeMax))
-        o.add("muted", .bool(s.muted))
-        o.add("queue_length", .int(s.queueLength))
-        o.add("last_alerts", .array(s.lastAlerts.map { a in
-            var x = JSONObject()
-            x.add("time", .string(a.time.iso8601))
-            x.add("id", .string(a.id))
-            x.add("lang", .string(a.lang))
-            x.add("text", .string(a.text))
-            x.add("state", .string(a.state))
-            return .object(x)
-        }))
-        return JSONValue.object(o).encoded
+        let components: [JSONValue] = s.components.map { c in
+            .object(JSONObject([
+                ("name", .string(c.name)), ("state", .string(c.state.rawValue)), ("restarts", int(c.restarts)),
+                ("last_failure", str(c.lastFailure)), ("since_progress_s", num(c.sinceProgress, 1)),
+                ("detail", str(c.detail)),
+            ]))
+        }
+        let link = JSONObject([
+            ("state", .string(s.link.state)), ("server", str(s.link.server)), ("since_s", num(s.link.since, 0)),
+            ("detail", str(s.link.detail)),
+        ])
+        let lastError: JSONValue = s.lastError.map { e in
+            .object(JSONObject([
+                ("time", .string(e.time.iso8601)), ("component", .string(e.component)),
+                ("message", .string(e.message)), ("line", .string(e.formatted())),
+            ]))
+        } ?? .null
+        let alerts: [JSONValue] = s.lastAlerts.map { a in
+            .object(JSONObject([
+                ("time", .string(a.time.iso8601)), ("id", .string(a.id)), ("lang", .string(a.lang)),
+                ("text", .string(a.text)), ("state", .string(a.state)),
+            ]))
+        }
+        let o = JSONObject([
+            ("version", .string(s.version)), ("device", .string(s.deviceID)), ("time", .string(s.time.iso8601)),
+            ("uptime_s", num(s.uptime, 0)), ("healthy", .bool(s.healthy)), ("components", .array(components)),
+            ("link", .object(link)), ("last_error", lastError), ("volume", int(s.volume)),
+            ("volume_max", int(s.volumeMax)), ("muted", .bool(s.muted)), ("queue_length", int(s.queueLength)),
+            ("last_alerts", .array(alerts)),
+        ])
+        return String(decoding: JSON.write(.object(o)), as: UTF8.self)
+    }
+
+    /// `d` rounded to `decimals` places, as a JSON number literal.
+    static func fixed(_ d: Double, _ decimals: Int) -> String {
+        if decimals == 0 { return String(Int(d.rounded())) }
+        var scale = 1
+        for _ in 0..<decimals { scale *= 10 }
+        let v = Int((d * Double(scale)).rounded())
+        let a = abs(v)
+        let frac = String(a % scale)
+        return "\(v < 0 ? "-" : "")\(a / scale).\(String(repeating: "0", count: decimals - frac.count))\(frac)"
     }
 
     /// What `crier status` prints.
@@ -183,63 +184,4 @@ extension String {
     fileprivate func padded(to width: Int) -> String {
         count >= width ? self : self + String(repeating: " ", count: width - count)
     }
-}
-
-/// A minimal JSON writer (CrierCore has no Foundation).
-enum JSONValue {
-    case string(String)
-    case int(Int)
-    /// Rounded to `decimals` places.
-    case number(Double, decimals: Int)
-    case bool(Bool)
-    case null
-    case array([JSONValue])
-    case object(JSONObject)
-
-    var encoded: String {
-        switch self {
-        case .string(let s): return JSONValue.quote(s)
-        case .int(let i): return String(i)
-        case .number(let d, let decimals):
-            guard d.isFinite else { return "null" }
-            if decimals == 0 { return String(Int(d.rounded())) }
-            var scale = 1
-            for _ in 0..<decimals { scale *= 10 }
-            let v = Int((d * Double(scale)).rounded())
-            let sign = v < 0 ? "-" : ""
-            let a = abs(v)
-            let frac = String(a % scale)
-            return "\(sign)\(a / scale).\(String(repeating: "0", count: decimals - frac.count))\(frac)"
-        case .bool(let b): return b ? "true" : "false"
-        case .null: return "null"
-        case .array(let a): return "[" + a.map(\.encoded).joined(separator: ",") + "]"
-        case .object(let o): return "{" + o.members.map { JSONValue.quote($0.0) + ":" + $0.1.encoded }.joined(separator: ",") + "}"
-        }
-    }
-
-    static func quote(_ s: String) -> String {
-        var out = "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if u.value < 0x20 || u.value == 0x7f || u.value == 0x2028 || u.value == 0x2029 {
-                    let hex = String(u.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(u)
-                }
-            }
-        }
-        return out + "\""
-    }
-}
-
-struct JSONObject {
-    var members: [(String, JSONValue)] = []
-    mutating func add(_ key: String, _ value: JSONValue) { members.append((key, value)) }
 }
