@@ -368,3 +368,36 @@ struct ProgressFollowTests {
         await follower.value
     }
 }
+
+@Suite struct WatchdogPetterTests {
+    @Test func readsSystemdsEnvironment() {
+        let p = WatchdogPetter(watchdogUSec: "30000000", watchdogPID: nil, ownPID: 42)
+        #expect(p?.petInterval == 15)
+        #expect(p?.checkInterval == 3.75)
+        #expect(WatchdogPetter(watchdogUSec: "30000000", watchdogPID: "42", ownPID: 42) != nil)
+        #expect(WatchdogPetter(watchdogUSec: "30000000", watchdogPID: "7", ownPID: 42) == nil)  // inherited
+        #expect(WatchdogPetter(watchdogUSec: nil, watchdogPID: nil, ownPID: 42) == nil)
+        #expect(WatchdogPetter(watchdogUSec: "0", watchdogPID: nil, ownPID: 42) == nil)
+        #expect(WatchdogPetter(watchdogUSec: "soon", watchdogPID: nil, ownPID: 42) == nil)
+    }
+
+    @Test func petsEveryHalfIntervalOnlyWhenHealthy() {
+        var p = WatchdogPetter(timeout: 2)  // pet every 1 s, check every 0.25 s
+        let ok = SupervisorHealth(down: [])
+        let down = SupervisorHealth(down: ["audio"])
+        var actions: [String] = []
+        for i in 0...20 {
+            let t = Double(i) * 0.25
+            let h = (2.0..<3.0).contains(t) ? down : ok
+            switch p.check(now: t, health: h) {
+            case .pet: actions.append("pet@\(t)")
+            case .withhold(let d): actions.append("withhold@\(t):\(d.joined())")
+            case .wait: break
+            }
+        }
+        #expect(actions == [
+            "pet@0.0", "pet@1.0", "withhold@2.0:audio", "withhold@2.25:audio", "withhold@2.5:audio",
+            "withhold@2.75:audio", "pet@3.0", "pet@4.0", "pet@5.0",
+        ])
+    }
+}

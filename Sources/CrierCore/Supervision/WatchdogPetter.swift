@@ -48,6 +48,9 @@ public struct WatchdogPetter: Sendable, Equatable {
                            health: @escaping @Sendable () -> SupervisorHealth,
                            pet: @escaping @Sendable () -> Void, log: Logger) async {
         var petter = petter
+        // Count the start as a pet: systemd's timer runs from the start too, and the components
+        // get a moment to come up before a missing pet is worth a warning.
+        if petter.lastPet == nil { petter.lastPet = clock.now() }
         var withheld: [String]? = nil
         log.info("watchdog on", ["timeout": formatSeconds(petter.petInterval * 2), "pet_every": formatSeconds(petter.petInterval)])
         var next = clock.now()
