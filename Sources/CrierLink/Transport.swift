@@ -63,7 +63,7 @@ final class TLSContext: @unchecked Sendable {
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
         if let ca = caFile {
             guard SSL_CTX_load_verify_locations(ctx, ca, nil) == 1 else {
-                let why = access(ca, R_OK) != 0 ? errnoText(errno) : "no PEM certificate in it (\(opensslErrors()))"
+                let why = fileProblem(ca)
                 return .failure(TLSFailure(verification: true, message: "TLS setup failed: cannot load server.ca \(ca): \(why)"))
             }
         } else if SSL_CTX_set_default_verify_paths(ctx) != 1 {
@@ -81,10 +81,10 @@ final class TLSContext: @unchecked Sendable {
         let c = TLSContext(ctx)
         c.common()
         guard SSL_CTX_use_certificate_chain_file(ctx, certFile) == 1 else {
-            return .failure(TLSFailure(verification: false, message: "cannot load certificate \(certFile): \(opensslErrors())"))
+            return .failure(TLSFailure(verification: false, message: "cannot load certificate \(certFile): \(fileProblem(certFile))"))
         }
         guard SSL_CTX_use_PrivateKey_file(ctx, keyFile, SSL_FILETYPE_PEM) == 1 else {
-            return .failure(TLSFailure(verification: false, message: "cannot load private key \(keyFile): \(opensslErrors())"))
+            return .failure(TLSFailure(verification: false, message: "cannot load private key \(keyFile): \(fileProblem(keyFile))"))
         }
         guard SSL_CTX_check_private_key(ctx) == 1 else {
             return .failure(TLSFailure(verification: false, message: "private key \(keyFile) does not match certificate \(certFile)"))
@@ -105,6 +105,16 @@ final class TLSContext: @unchecked Sendable {
     }
 }
 
+/// Why OpenSSL could not load a PEM file: the OS error when it cannot be read, else OpenSSL's.
+func fileProblem(_ path: String) -> String {
+    if access(path, R_OK) != 0 {
+        let e = errno
+        ERR_clear_error()
+        return errnoText(e)
+    }
+    return "not a usable PEM file (\(opensslErrors()))"
+}
+
 /// Everything OpenSSL queued on this thread's error stack, oldest first; clears it.
 func opensslErrors() -> String {
     var parts: [String] = []
@@ -115,7 +125,8 @@ func opensslErrors() -> String {
         ERR_error_string_n(e, &buf, buf.count)
         // "error:0A000086:SSL routines::certificate verify failed": keep the reason text.
         let s = String(decoding: buf.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        parts.append(String(s.split(separator: ":", omittingEmptySubsequences: false).last ?? Substring(s)))
+        let reason = String(s.split(separator: ":", omittingEmptySubsequences: false).last ?? Substring(s))
+        if !parts.contains(reason) { parts.append(reason) }
     }
     return parts.isEmpty ? "unknown TLS error" : parts.joined(separator: "; ")
 }
