@@ -151,7 +151,8 @@ struct OrderLinkRawTests {
         #expect(deadAfter >= 0.35 && deadAfter < 1.5, "dead after ~2×heartbeat, was \(deadAfter)")
         #expect(eventually { events.disconnects.count == 1 })
         #expect(events.disconnects.first?.hasPrefix("no data from server for 0.") == true, "\(events.disconnects)")
-        #expect(logs.lines.contains { $0.contains("WARN link: connection lost") && $0.contains("heartbeat 0.2 s") })
+        // The link reports the event before it logs the line: wait for the line too.
+        #expect(eventually { logs.lines.contains { $0.contains("WARN link: connection lost") && $0.contains("heartbeat 0.2 s") } })
         #expect(raw.accept(), "it reconnects")
         #expect(raw.readLine()?.hasPrefix(#"{"type":"hello""#) == true)
     }
