@@ -156,6 +156,8 @@ struct OrderSigningTests {
         #expect(shown.contains("server.key = (set)"))
         #expect(!shown.contains("000102030405060708090a0b0c0d0e0f"))
         #expect(shown.contains("server.pin = \(pin)"))
+        let noEquals = ConfigParser().parse("server.key 000102030405060708090a0b0c0d0e0f\n", file: "c.conf")
+        #expect(noEquals.errors.first?.description == "c.conf:1: expected \"key = value\", got \"server.key 0…\"")
         let bad = ConfigParser().parse("server.key = 0011\n", file: "c.conf")
         #expect(bad.errors.first?.description.contains("at least 16") == true)
         #expect(bad.config.link.key == nil)

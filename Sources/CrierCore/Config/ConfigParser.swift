@@ -37,8 +37,10 @@ public struct ConfigParser: Sendable {
             let stripped = Self.stripComment(line).trimmed
             if stripped.isEmpty { continue }
             guard let eq = stripped.firstIndex(of: "=") else {
+                // `server.key 00112233…` (the = forgotten) must not put the secret in a log.
+                let secret = ["server.key", "server.token"].contains { stripped.lowercased().hasPrefix($0) }
                 diags.append(.init(file: file, line: lineNo, key: nil,
-                                   message: "expected \"key = value\", got \"\(stripped)\"", severity: .error))
+                                   message: "expected \"key = value\", got \"\(secret ? String(stripped.prefix(12)) + "…" : stripped)\"", severity: .error))
                 continue
             }
             let key = stripped[..<eq].trimmed.lowercased()
