@@ -77,7 +77,7 @@ public enum SayCommand {
             return ExitCode.failure
         }
         let config = ctx.loaded.config
-        let speech = SpeechEngine(dataPath: config.speech.dataPath, log: ctx.hub.logger("speech"))
+        let speech = SpeechEngine(dataPath: config.speech.dataPath, deadline: config.speech.deadline, log: ctx.hub.logger("speech"))
         defer { speech.stop() }
         let pipeline = SpeechPipeline(config: config, speech: speech, log: ctx.hub.logger("speech"))
         let u = pipeline.words(.text(o.text), lang: o.lang)

@@ -54,7 +54,7 @@ public actor Daemon {
         log = hub.logger("runtime")
         alertLog = hub.logger("alert")
         engineBox = Mutex(AudioEngine(config: AudioEngineConfig(config.audio), log: hub.logger("audio")))
-        let speech = SpeechEngine(dataPath: config.speech.dataPath, log: hub.logger("speech"))
+        let speech = SpeechEngine(dataPath: config.speech.dataPath, deadline: config.speech.deadline, log: hub.logger("speech"))
         pipeline = SpeechPipeline(config: config, speech: speech, log: hub.logger("speech"))
         queue = AlertQueue(config: config.alerts, defaultLang: config.speech.lang)
         var status = config.status

@@ -199,6 +199,7 @@ public enum DemoCommand {
         sc.every = o.every
         sc.readStdin = true
         sc.idPrefix = "D-"
+        sc.key = ctx.loaded.config.link.key  // a config with server.key: the demo signs its orders
         let server = OrderServer(config: sc)
         let port: Int
         do {
@@ -208,7 +209,9 @@ public enum DemoCommand {
             return ExitCode.failure
         }
         var config = ctx.loaded.config
-        config.link.server = ServerAddress(host: "127.0.0.1", port: port)
+        config.link.server = ServerAddress(host: "127.0.0.1", port: port)  // plain TCP on loopback
+        config.link.ca = nil
+        config.link.pins = []
         config.deviceID = "demo"
         config.link.heartbeat = 5
         if ctx.loaded.fileFound == false {
