@@ -19,11 +19,14 @@ CONSOLES="tty0 serial0,115200 ttyS1,115200"
 CONF
 
 # Extra config.txt lines (appended after Debian's arm_64bit/enable_uart/upstream_kernel/kernel/
-# initramfs lines): board/raspberrypi/config.txt if the board part provides it, else ours.
-# Lines that would fight Debian's generated ones (kernel=, initramfs, arm_64bit) are dropped.
-custom="$CRIER_REPO_DIR/board/raspberrypi/config.txt"
-[ -f "$custom" ] || custom="$CRIER_IMAGE_DIR/raspi/config.txt"
-echo "customize-raspi: config.txt extras from ${custom#"$CRIER_REPO_DIR"/}"
+# initramfs lines): the repository's board/raspberrypi/config.txt, else the crier package's copy
+# of it, else image/raspi/config.txt. Lines that would fight Debian's generated ones (kernel=,
+# initramfs, arm_64bit) are dropped.
+for custom in "$CRIER_REPO_DIR/board/raspberrypi/config.txt" "$root/usr/share/crier/config.txt" \
+              "$CRIER_IMAGE_DIR/raspi/config.txt"; do
+  [ -f "$custom" ] && break
+done
+echo "customize-raspi: config.txt extras from $custom"
 grep -v -E '^[[:space:]]*(kernel|initramfs|arm_64bit)[[:space:]=]' "$custom" > "$root/etc/default/raspi-firmware-custom" || true
 
 # Extra kernel parameters: quiet keeps the 115200-baud console for systemd's and crier's lines.
