@@ -91,10 +91,14 @@ export MTOOLS_SKIP_CHECK=1
   echo "device.id = qemu"; } > "$WORK/crier.conf"
 mcopy -o -i "$FAT" "$WORK/crier.conf" ::/crier.conf
 
-# ALSA: no sound card in the VM. A "file" PCM on the null device records what crier plays to
-# /tmp (crier's private /tmp if its unit has PrivateTmp), so speaking works and is acked.
-cat > "$WORK/asound.conf" <<'EOF'
-# boot-test only (scripts/boot-test.sh): the VM has no sound card.
+# ALSA: no sound card in the VM. The image's /etc/asound.conf (the package's named outputs)
+# stays; appended to it, ALSA's default device becomes a "file" PCM on the null device that
+# records what crier plays to /tmp (crier's private /tmp: its unit has PrivateTmp=yes), so
+# speaking works and is acked. crier.conf's audio.device is "default" unless a shop changes it.
+debugfs -R "cat /etc/asound.conf" "$EXT" > "$WORK/asound.conf" 2>/dev/null || true
+cat >> "$WORK/asound.conf" <<'EOF'
+
+# --- boot-test only (scripts/boot-test.sh): the VM has no sound card ---
 pcm.!default {
     type file
     slave.pcm "null"
@@ -102,7 +106,8 @@ pcm.!default {
     format "raw"
 }
 EOF
-debugfs -w -R "write $WORK/asound.conf /etc/asound.conf" "$EXT" >/dev/null 2>&1 || fail "debugfs could not write /etc/asound.conf"
+printf 'rm /etc/asound.conf\nwrite %s /etc/asound.conf\n' "$WORK/asound.conf" | debugfs -w -f - "$EXT" >/dev/null 2>&1
+debugfs -R "cat /etc/asound.conf" "$EXT" 2>/dev/null | grep -q 'boot-test only' || fail "debugfs could not write /etc/asound.conf"
 
 # A state unit (test copy only) prints on the serial console how the boot ended: systemd's
 # own "Reached target" lines stop once a getty owns the console.
@@ -137,7 +142,10 @@ if ((HAVE_CRIER)); then
   done
   [ -n "$HOST_BIN" ] || fail "no host crier for order-sim: run 'swift build' (or set CRIER_HOST_BIN)"
   say "order server: $HOST_BIN order-sim --port $PORT --every 0"
-  "$HOST_BIN" order-sim --port "$PORT" --every 0 < "$WORK/orders" > "$WORK/server.log" 2>&1 &
+  # Its stdin is a FIFO held open read-write here (opening it read-only would block until a
+  # writer appears); each line written to fd 4 is one order.
+  exec 4<>"$WORK/orders"
+  "$HOST_BIN" order-sim --port "$PORT" --every 0 <&4 > "$WORK/server.log" 2>&1 &
   SIM_PID=$!
   READY_RE='runtime: ready'
 else
@@ -174,7 +182,7 @@ EOF
   READY_RE='crier-boot-probe: host answered: hello from the host loopback'
 fi
 # QEMU connects its guestfwd chardev to the server when it starts: the server must listen first.
-for _ in $(seq 100); do
+for _ in $(seq 300); do
   ss -Hltn "sport = :$PORT" 2>/dev/null | grep -q . && break
   sleep 0.1
 done
@@ -217,7 +225,6 @@ grow="$(tr -d '\r' < "$SERIAL" | grep -m1 -o 'crier-growroot: .*' || true)"
 
 if ((HAVE_CRIER)); then
   say "sending order 42 through order-sim"
-  exec 4>"$WORK/orders"
   echo 42 >&4
   deadline=$(( $(date +%s) + ORDER_TIMEOUT ))
   until grep -q 'status=spoken' "$WORK/server.log"; do

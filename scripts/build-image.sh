@@ -106,7 +106,9 @@ args=(
   --customize-hook='"$CRIER_IMAGE_DIR/hooks/customize-system.sh" "$1"'
   --customize-hook='"$CRIER_IMAGE_DIR/hooks/customize-crier.sh" "$1"'
 )
-[ -n "$DEB" ] && args+=(--include="$DEB")
+# The .deb by path: apt resolves its Depends from the mirror; mmdebstrap's own hook makes the
+# file visible inside the chroot under the same path and removes it afterwards.
+[ -n "$DEB" ] && args+=(--include="$DEB" --hook-dir=/usr/share/mmdebstrap/hooks/file-mirror-automount)
 [ "$ARCH" = arm64 ] && args+=(--customize-hook='"$CRIER_IMAGE_DIR/hooks/customize-raspi.sh" "$1"')
 args+=(--customize-hook='"$CRIER_IMAGE_DIR/hooks/customize-final.sh" "$1"')
 mmdebstrap "${args[@]}" "$SUITE" "$WORK/root" \
