@@ -26,7 +26,7 @@ let package = Package(
         .target(name: "CrierRuntime", dependencies: [
             "CrierCore", "CrierAudio", "CrierSpeech", "CrierGPIO", "CrierLink", "CrierSystem",
         ]),
-        .executableTarget(name: "crier", dependencies: ["CrierRuntime", "CrierCore"]),
+        .executableTarget(name: "crier", dependencies: ["CrierRuntime", "CrierCore", "CrierLink"]),
 
         .testTarget(name: "CrierCoreTests", dependencies: ["CrierCore"]),
         .testTarget(name: "CrierAudioTests", dependencies: ["CrierAudio", "CrierCore"]),

@@ -1,2 +1,196 @@
 import CrierCore
-print("crier \(CrierVersion.string)")
+import CrierLink
+import CrierRuntime
+import Foundation
+
+// The executable: argument parsing only; every command lives in CrierRuntime.
+
+let usage = """
+    usage: crier <command> [options]
+
+    commands:
+      run            the daemon: audio, speech, order link, buttons (what the systemd unit starts)
+      demo           the reference order server on loopback plus the daemon, in one command
+      order-sim      the reference order server (sends orders, prints every ack)
+      say TEXT...    speak TEXT on the configured device, or write it to a WAV file
+      check-config   validate a config file and print the effective configuration
+      config         print a fully commented example config (--example)
+
+    Run `crier <command> --help` for a command's options. Config: /boot/firmware/crier.conf
+    unless --config FILE is given. Exit codes: 0 ok, 1 runtime failure, 2 usage error.
+    """
+
+let sayUsage = """
+    usage: crier say [--config FILE] [--lang zh|en] [--output FILE.wav] [--print] [--phonemes] TEXT...
+
+      --output FILE.wav  write the exact samples that would be played, instead of playing
+      --print            print the text as it will be synthesized (numbers in words) and exit
+      --phonemes         print espeak-ng's phonemes for it and exit
+    """
+
+func fail(_ message: String, _ help: String) -> Never {
+    FileHandle.standardError.write(Data("crier: \(message)\n\n\(help)\n".utf8))
+    exit(ExitCode.usage)
+}
+
+/// Pulls `--flag value` / `--flag=value` options off an argument list.
+struct Args {
+    var rest: [String]
+    let help: String
+
+    mutating func flag(_ name: String) -> Bool {
+        if let i = rest.firstIndex(of: name) { rest.remove(at: i); return true }
+        return false
+    }
+
+    mutating func value(_ name: String) -> String? {
+        if let i = rest.firstIndex(of: name) {
+            guard i + 1 < rest.count else { fail("\(name) needs a value", help) }
+            let v = rest[i + 1]
+            rest.removeSubrange(i...(i + 1))
+            return v
+        }
+        if let i = rest.firstIndex(where: { $0.hasPrefix(name + "=") }) {
+            let v = String(rest[i].dropFirst(name.count + 1))
+            rest.remove(at: i)
+            return v
+        }
+        return nil
+    }
+
+    func noUnknownOptions() {
+        if let bad = rest.first(where: { $0.hasPrefix("--") && $0 != "--" }) { fail("unknown option \(bad)", help) }
+    }
+}
+
+var argv = Array(CommandLine.arguments.dropFirst())
+guard let command = argv.first else { fail("no command given", usage) }
+argv.removeFirst()
+
+switch command {
+case "--help", "-h", "help":
+    print(usage)
+case "--version", "version":
+    print("crier \(CrierVersion.string)")
+case "say":
+    var a = Args(rest: argv, help: sayUsage)
+    if a.flag("--help") || a.flag("-h") { print(sayUsage); exit(0) }
+    var o = SayOptions(text: "")
+    o.configPath = a.value("--config")
+    if let l = a.value("--lang") {
+        guard let lang = Lang(rawValue: l) else { fail("--lang expects zh or en, got \"\(l)\"", sayUsage) }
+        o.lang = lang
+    }
+    o.output = a.value("--output")
+    o.printOnly = a.flag("--print")
+    o.phonemes = a.flag("--phonemes")
+    a.noUnknownOptions()
+    if let dd = a.rest.firstIndex(of: "--") { a.rest.remove(at: dd) }
+    guard !a.rest.isEmpty else { fail("say needs TEXT", sayUsage) }
+    o.text = a.rest.joined(separator: " ")
+    exit(await SayCommand.run(o))
+case "run":
+    let help = "usage: crier run [--config FILE]   the daemon (default config \(CrierConfig.defaultPath))"
+    var a = Args(rest: argv, help: help)
+    if a.flag("--help") { print(help); exit(0) }
+    let file = a.value("--config")
+    a.noUnknownOptions()
+    guard a.rest.isEmpty else { fail("run takes no arguments", help) }
+    exit(await RunCommand.run(configPath: file))
+case "demo":
+    let help = """
+        usage: crier demo [--config FILE] [--every MIN-MAX] [--seconds N] [--wav FILE]
+
+          The reference order server on 127.0.0.1 plus the daemon. Orders every MIN-MAX seconds
+          (default 4-8); type a number + Enter for an order now. Audio goes to audio.device
+          (default `default`), or to FILE (default crier-demo.wav) when that device cannot open.
+          Keys + - m r a act as the buttons when stdin is a terminal. --seconds stops after N s.
+        """
+    var a = Args(rest: argv, help: help)
+    if a.flag("--help") { print(help); exit(0) }
+    var o = DemoOptions()
+    o.configPath = a.value("--config")
+    if let e = a.value("--every") {
+        guard let r = OrderServerConfig.parseRange(e), r.lowerBound > 0 else { fail("--every expects MIN-MAX seconds, got \"\(e)\"", help) }
+        o.every = r
+    }
+    if let s = a.value("--seconds") {
+        guard let v = Double(s), v > 0 else { fail("--seconds expects a positive number, got \"\(s)\"", help) }
+        o.seconds = v
+    }
+    if let w = a.value("--wav") { o.wav = w }
+    a.noUnknownOptions()
+    exit(await DemoCommand.run(o))
+case "order-sim":
+    let help = """
+        usage: crier order-sim [--host ADDR] [--port P] [--every MIN-MAX] [--rate N] [--count N]
+                               [--token T] [--state FILE] [--numbers MIN-MAX] [--no-stdin]
+
+          The reference order server (docs/protocol.md). Sends a random new_customer order every
+          MIN-MAX seconds (default 60-240; 0 = none), or N per second with --rate; stops after
+          --count orders once all are acked. Lines typed on stdin become orders (a number →
+          new_customer, other text → text). Prints one line per event: order, ack, device.
+          --state FILE keeps unacked orders across restarts of the server.
+        """
+    var a = Args(rest: argv, help: help)
+    if a.flag("--help") { print(help); exit(0) }
+    var o = OrderSimOptions()
+    o.config.readStdin = !a.flag("--no-stdin")
+    if let h = a.value("--host") { o.config.host = h }
+    if let p = a.value("--port") {
+        guard let v = Int(p), (0...65535).contains(v) else { fail("--port expects 0...65535, got \"\(p)\"", help) }
+        o.config.port = v
+    }
+    if let e = a.value("--every") {
+        if e == "0" {
+            o.config.randomOrders = false
+        } else {
+            guard let r = OrderServerConfig.parseRange(e) else { fail("--every expects MIN-MAX seconds or 0, got \"\(e)\"", help) }
+            o.config.every = r
+        }
+    }
+    if let r = a.value("--rate") {
+        guard let v = Double(r), v > 0 else { fail("--rate expects orders per second > 0, got \"\(r)\"", help) }
+        o.config.rate = v
+    }
+    if let c = a.value("--count") {
+        guard let v = Int(c), v > 0 else { fail("--count expects a positive integer, got \"\(c)\"", help) }
+        o.config.count = v
+    }
+    if let n = a.value("--numbers") {
+        guard let r = OrderServerConfig.parseRange(n), r.lowerBound >= 0, r.upperBound <= 999_999 else { fail("--numbers expects MIN-MAX, got \"\(n)\"", help) }
+        o.config.numbers = Int(r.lowerBound)...Int(r.upperBound)
+    }
+    o.config.token = a.value("--token")
+    o.config.stateFile = a.value("--state")
+    a.noUnknownOptions()
+    guard a.rest.isEmpty else { fail("order-sim takes no arguments", help) }
+    exit(OrderSimCommand.run(o))
+case "check-config":
+    let help = "usage: crier check-config [FILE]   (default \(CrierConfig.defaultPath))"
+    var a = Args(rest: argv, help: help)
+    if a.flag("--help") { print(help); exit(0) }
+    let file = a.value("--config")
+    a.noUnknownOptions()
+    guard a.rest.count <= 1 else { fail("check-config takes one FILE", help) }
+    exit(CheckConfigCommand.run(path: a.rest.first ?? file))
+case "config":
+    let help = """
+        usage: crier config --example | --markdown
+          --example   every key, commented out, with its default and a line of documentation
+          --markdown  the key table of docs/configuration.md
+        """
+    var a = Args(rest: argv, help: help)
+    if a.flag("--help") { print(help); exit(0) }
+    if a.flag("--markdown") {
+        a.noUnknownOptions()
+        print(CrierConfig.markdownTable(), terminator: "")
+    } else if a.flag("--example") {
+        a.noUnknownOptions()
+        print(CrierConfig.example(), terminator: "")
+    } else {
+        fail("config needs --example or --markdown", help)
+    }
+default:
+    fail("unknown command \"\(command)\"", usage)
+}

@@ -1,0 +1,385 @@
+import CALSA
+import CrierCore
+import Foundation
+import Glibc
+import Synchronization
+
+/// What happened to a clip handed to `AudioEngine.play`.
+public enum ClipOutcome: Sendable, Equatable {
+    /// Its last sample has left the device (to within one period).
+    case played
+    /// `stop(id:)` faded it out early.
+    case stopped
+    /// The engine shut down before it was played.
+    case shutdown
+}
+
+/// Settings the engine is built with (from `audio.*` in crier.conf).
+public struct AudioEngineConfig: Sendable {
+    public var device: String
+    public var format: AudioFormat
+    public var periodMs: Int
+    public var bufferMs: Int
+    public var fadeMs: Double
+    public var headroomDb: Double
+    /// First retry delay after the device could not be opened; doubles up to `retryMax`.
+    public var retryMin = 0.5
+    public var retryMax = 5.0
+
+    public init(_ a: AudioConfig) {
+        device = a.device
+        format = AudioFormat(rate: a.rate, channels: a.channels)
+        periodMs = a.periodMs
+        bufferMs = a.bufferMs
+        fadeMs = a.fadeMs
+        headroomDb = a.headroomDb
+    }
+}
+
+/// Counters for status, benchmarks and tests.
+public struct AudioStats: Sendable, Equatable {
+    public var deviceOpen = false
+    public var deviceType = ""
+    public var periodFrames = 0
+    public var bufferFrames = 0
+    public var framesWritten: UInt64 = 0
+    public var wakeups: UInt64 = 0
+    public var recoveries = 0
+    public var reopenings = 0
+    public var rewoundFrames: UInt64 = 0
+    public var clamped = 0
+    public var lastError = ""
+    /// Seconds from play() to the clip's first frame being written to ALSA, for the last clip.
+    public var lastStartLatency: Double = 0
+}
+
+/// The one thread that owns the ALSA PCM. From `start()` to `stop()` it keeps the device open
+/// and fed (silence when there is nothing to say), so the DAC and amp never sleep or pop, and
+/// mixes clips into that stream. See docs/audio.md for the timing rules.
+public final class AudioEngine: Sendable {
+    public let config: AudioEngineConfig
+    let log: Logger
+    let wake = WakeSignal()
+
+    private struct Inbox {
+        var adds: [(UInt64, Clip, Double, Double, @Sendable (ClipOutcome) -> Void)] = []
+        var stops: [UInt64] = []
+        var gain: Double?
+        var stopping = false
+    }
+
+    private let inbox = Mutex(Inbox())
+    private let nextID = Atomic<UInt64>(1)
+    private let statsBox = Mutex(AudioStats())
+    /// Monotonic nanoseconds of the last loop iteration: the supervisor's progress signal.
+    private let progressNs = Atomic<Int64>(0)
+    private let done = Mutex<(finished: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let threadExited = DispatchSemaphore(value: 0)
+    private let started = Atomic<Bool>(false)
+
+    public init(config: AudioEngineConfig, log: Logger) {
+        self.config = config
+        self.log = log
+    }
+
+    public var stats: AudioStats { statsBox.withLock { $0 } }
+    public var lastProgress: Double { Double(progressNs.load(ordering: .relaxed)) / 1e9 }
+
+    public func start() {
+        guard !started.exchange(true, ordering: .relaxed) else { return }
+        progressNs.store(Int64(Monotonic.now() * 1e9), ordering: .relaxed)
+        let t = Thread { [self] in
+            var loop = Loop(engine: self)
+            loop.run()
+            threadExited.signal()
+        }
+        t.name = "crier-audio"
+        t.qualityOfService = .userInteractive
+        t.start()
+    }
+
+    /// Fades out whatever plays, writes a little silence, closes the device. Blocks until done.
+    public func stop() {
+        guard started.load(ordering: .relaxed) else { return }
+        let first = inbox.withLock { i in
+            defer { i.stopping = true }
+            return !i.stopping
+        }
+        wake.wake()
+        if first { threadExited.wait() }
+    }
+
+    /// Queues a clip to be mixed in at once. `onDone` runs on the audio thread: keep it short.
+    @discardableResult
+    public func play(_ clip: Clip, gain: Double = 1, onDone: @escaping @Sendable (ClipOutcome) -> Void = { _ in }) -> UInt64 {
+        let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
+        let now = Monotonic.now()
+        inbox.withLock { $0.adds.append((id, clip, gain, now, onDone)) }
+        wake.wake()
+        return id
+    }
+
+    /// Plays a clip and returns when it has been heard (or the engine stopped).
+    public func playAndWait(_ clip: Clip, gain: Double = 1) async -> ClipOutcome {
+        await withCheckedContinuation { (c: CheckedContinuation<ClipOutcome, Never>) in
+            play(clip, gain: gain) { c.resume(returning: $0) }
+        }
+    }
+
+    public func stop(id: UInt64) {
+        inbox.withLock { $0.stops.append(id) }
+        wake.wake()
+    }
+
+    /// Master gain (linear, 1 = unity before headroom); ramps in over ~20 ms, within one period.
+    public func setGain(_ g: Double) {
+        inbox.withLock { $0.gain = g }
+        wake.wake()
+    }
+
+    // MARK: The audio thread
+
+    private struct Loop {
+        let engine: AudioEngine
+        var mixer: Mixer
+        var callbacks: [UInt64: @Sendable (ClipOutcome) -> Void] = [:]
+        var stoppedIDs: Set<UInt64> = []
+        /// Clips fully rendered but maybe still in the device buffer: id → absolute end frame.
+        var pending: [(UInt64, UInt64)] = []
+        var stopping = false
+        /// When each clip was handed to play(), for the start-latency figure.
+        var enqueuedAt: [UInt64: Double] = [:]
+        var lastStart: Double?
+
+        init(engine: AudioEngine) {
+            self.engine = engine
+            mixer = Mixer(format: engine.config.format, fadeMs: engine.config.fadeMs, headroomDb: engine.config.headroomDb)
+        }
+
+        var log: Logger { engine.log }
+        var config: AudioEngineConfig { engine.config }
+
+        /// Applies queued commands; returns true when a clip was added.
+        mutating func drainInbox() -> Bool {
+            let i = engine.inbox.withLock { i -> Inbox in
+                let copy = i
+                i.adds = []; i.stops = []; i.gain = nil
+                return copy
+            }
+            if i.stopping { stopping = true }
+            if let g = i.gain { mixer.setGain(g) }
+            for (id, clip, gain, at, cb) in i.adds {
+                callbacks[id] = cb
+                enqueuedAt[id] = at
+                mixer.add(id: id, clip: clip, gain: gain)
+            }
+            for id in i.stops where callbacks[id] != nil {
+                stoppedIDs.insert(id)
+                mixer.stop(id: id)
+            }
+            return !i.adds.isEmpty
+        }
+
+        mutating func finish(_ id: UInt64, _ outcome: ClipOutcome) {
+            let o = stoppedIDs.remove(id) != nil && outcome == .played ? .stopped : outcome
+            callbacks.removeValue(forKey: id)?(o)
+        }
+
+        func progress() {
+            engine.progressNs.store(Int64(Monotonic.now() * 1e9), ordering: .relaxed)
+        }
+
+        mutating func run() {
+            ALSAErrorText.install()
+            var retry = config.retryMin
+            var lastFailure: String?
+            var failingSince: Double?
+            while !stopping {
+                _ = drainInbox()
+                if stopping { break }
+                var wroteAny = false
+                do throws(AudioError) {
+                    let device = try PCMDevice.open(config.device, format: config.format, periodMs: config.periodMs, bufferMs: config.bufferMs)
+                    if device.format.rate != mixer.format.rate {
+                        log.warning("device runs at \(device.format.rate) Hz, not audio.rate \(config.format.rate); speech is resampled for it",
+                                    ["device": config.device])
+                        mixer = Mixer(format: device.format, fadeMs: config.fadeMs, headroomDb: config.headroomDb, gain: mixer.currentGain)
+                    }
+                    // "opened" is only said once the device has really taken audio.
+                    let (eng, lg, cfg) = (engine, log, config)
+                    try stream(device) {
+                        wroteAny = true
+                        var fields: [(String, String)] = [
+                            ("device", cfg.device), ("type", device.typeName), ("rate", "\(device.format.rate)"),
+                            ("channels", "\(device.format.channels)"), ("period", "\(device.periodFrames)"),
+                            ("buffer", "\(device.bufferFrames)"),
+                        ]
+                        if let since = failingSince { fields.append(("after", String(format: "%.1fs", Monotonic.now() - since))) }
+                        lg.hub.emit(.info, lg.component, "opened", fields)
+                        lastFailure = nil
+                        failingSince = nil
+                        retry = cfg.retryMin
+                        eng.statsBox.withLock {
+                            $0.deviceOpen = true; $0.deviceType = device.typeName
+                            $0.periodFrames = device.periodFrames; $0.bufferFrames = device.bufferFrames
+                        }
+                    }
+                    fadeOutAndClose(device)
+                } catch var error {
+                    if !wroteAny && error.kind == .lost { error.kind = .other }
+                    let key = "\(error.kind) \(error.detail)"
+                    if key != lastFailure {
+                        if wroteAny {
+                            log.error("\(error); keeping queued speech and reopening; \(error.hint)", ["device": config.device])
+                        } else {
+                            log.warning("\(error); retrying every \(ConfigValue.fmt(retry))-\(ConfigValue.fmt(config.retryMax)) s; \(error.hint)",
+                                        ["device": config.device])
+                        }
+                        lastFailure = key
+                    }
+                    engine.statsBox.withLock {
+                        $0.deviceOpen = false; $0.lastError = error.description
+                        if wroteAny { $0.reopenings += 1 }
+                    }
+                    // Whatever was cut off is said again from its start once the device is back.
+                    mixer.rewindAll()
+                    for (id, _) in pending { finish(id, .played) }
+                    pending = []
+                    failingSince = failingSince ?? Monotonic.now()
+                    progress()
+                    if wroteAny { retry = config.retryMin }
+                    engine.wake.wait(timeout: retry)
+                    retry = min(retry * 2, config.retryMax)
+                }
+            }
+            for id in Array(callbacks.keys) { finish(id, .shutdown) }
+            engine.statsBox.withLock { $0.deviceOpen = false }
+        }
+
+        /// Keeps `device` fed until stop is requested; throws when the device is lost.
+        mutating func stream(_ device: PCMDevice, onFirstWrite: () -> Void) throws(AudioError) {
+            var firstWriteDone = false
+            let ch = device.format.channels
+            let period = device.periodFrames
+            let rate = Double(device.format.rate)
+            var buf = [Int16](repeating: 0, count: period * ch)
+            var written: UInt64 = 0
+            var silentFrom: UInt64 = 0
+            let t0 = Monotonic.now()
+            // Frames that must stay queued when silence is taken back: time to render and write.
+            let safety = max(device.format.frames(ms: 4), period / 4)
+            let pollFDs = device.selfPaced ? [] : device.pollDescriptors()
+
+            func playedPosition() -> UInt64 {
+                if device.selfPaced { return UInt64(max(0, (Monotonic.now() - t0) * rate)) }
+                return written - UInt64(min(Int(written), device.delay()))
+            }
+
+            while !stopping {
+                let added = drainInbox()
+                if stopping { break }
+                engine.statsBox.withLock { $0.wakeups += 1 }
+                if added && !device.selfPaced && written > silentFrom {
+                    // Speech must not wait behind the silence already queued: take it back.
+                    let played = playedPosition()
+                    let tail = Int(written - max(silentFrom, played))
+                    let take = min(tail - safety, device.rewindable())
+                    if take > 0 {
+                        let got = device.rewind(take)
+                        written -= UInt64(got)
+                        engine.statsBox.withLock { $0.rewoundFrames += UInt64(got) }
+                    }
+                }
+                // How far ahead of the listener we keep the device: full buffer while something
+                // plays (robust against a busy CPU), one period of silence when idle (so speech
+                // that arrives can start almost at once even where rewind is unavailable).
+                let ahead: Int
+                var room: Int
+                if device.selfPaced {
+                    // Idle: nothing ahead of the clock, so arriving speech lands at "now" in the
+                    // stream (there is no rewind on these devices).
+                    ahead = mixer.isIdle && !added ? 0 : device.bufferFrames
+                    let due = Int64((Monotonic.now() - t0) * rate) + Int64(ahead)
+                    room = Int(max(0, due - Int64(written)))
+                } else {
+                    ahead = device.bufferFrames
+                    room = try device.avail()
+                }
+                while room >= period || (added && room > 0 && device.selfPaced) {
+                    let n = min(period, room)
+                    let before = written
+                    let r = buf.withUnsafeMutableBufferPointer { mixer.render(into: $0, frames: n) }
+                    try buf.withUnsafeBufferPointer { b throws(AudioError) in
+                        try device.write(b, frames: n) { e in
+                            log.warning("\(e.operation == "underrun" ? "underrun" : "suspended"), recovered", ["device": config.device])
+                            engine.statsBox.withLock { $0.recoveries += 1 }
+                        }
+                    }
+                    written += UInt64(n)
+                    room -= n
+                    // Established once it has taken a buffer's worth (and ≥ 250 ms): some PCMs
+                    // (a file in a missing folder, a USB DAC mid-unplug) open, take a period, then fail.
+                    if !firstWriteDone && written >= UInt64(max(device.bufferFrames, device.format.rate / 4)) {
+                        firstWriteDone = true
+                        onFirstWrite()
+                    }
+                    if !r.started.isEmpty {
+                        let now = Monotonic.now()
+                        for id in r.started { if let t = enqueuedAt.removeValue(forKey: id) { lastStart = now - t } }
+                        if let l = lastStart { engine.statsBox.withLock { $0.lastStartLatency = l } }
+                    }
+                    if !r.silent { silentFrom = written }
+                    for (id, end) in r.finished { pending.append((id, before + UInt64(end))) }
+                }
+                engine.statsBox.withLock { $0.framesWritten = written; $0.clamped = mixer.clampedSamples }
+                if !pending.isEmpty {
+                    let played = playedPosition()
+                    var still: [(UInt64, UInt64)] = []
+                    for p in pending { if p.1 <= played { finish(p.0, .played) } else { still.append(p) } }
+                    pending = still
+                }
+                progress()
+                // Sleep until a period's worth of room (device) or of time (self-paced), or a wake.
+                if device.selfPaced {
+                    let nextDue = t0 + Double(Int64(written) + Int64(period) - Int64(ahead)) / rate
+                    var timeout = nextDue - Monotonic.now()
+                    if !pending.isEmpty, let end = pending.map(\.1).min() {
+                        timeout = min(timeout, t0 + Double(end) / rate - Monotonic.now())
+                    }
+                    engine.wake.wait(timeout: max(0, timeout))
+                } else {
+                    engine.wake.wait(timeout: 1.0, extra: pollFDs)
+                }
+            }
+        }
+
+        /// Shutdown: let active clips fade, flush a little silence so the amp sees a clean edge.
+        mutating func fadeOutAndClose(_ device: PCMDevice) {
+            for id in mixer.activeIDs { mixer.stop(id: id) }
+            let frames = device.periodFrames
+            var buf = [Int16](repeating: 0, count: frames * device.format.channels)
+            for _ in 0..<2 {
+                let r = buf.withUnsafeMutableBufferPointer { mixer.render(into: $0, frames: frames) }
+                try? buf.withUnsafeBufferPointer { b throws(AudioError) in try device.write(b, frames: frames) { _ in } }
+                for (id, _) in r.finished { finish(id, .stopped) }
+            }
+            if !device.selfPaced { device.drain() }
+            for (id, _) in pending { finish(id, .played) }
+            pending = []
+            log.info("closed", ["device": config.device])
+        }
+    }
+}
+
+extension AudioEngine {
+    /// Opens and closes `device` once: nil when it can be used, the reason otherwise.
+    public static func probe(device: String, format: AudioFormat) -> AudioError? {
+        ALSAErrorText.install()
+        do throws(AudioError) {
+            _ = try PCMDevice.open(device, format: format, periodMs: 20, bufferMs: 80)
+            return nil
+        } catch {
+            return error
+        }
+    }
+}

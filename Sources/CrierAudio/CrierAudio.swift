@@ -1,2 +1,0 @@
-// CrierAudio: see docs/architecture.md for what lives here.
-import CrierCore

@@ -1,0 +1,142 @@
+/// Mixes clips (speech, tones) into the always-running output stream.
+///
+/// Rules that keep a cheap amp from popping and speech from clipping:
+/// - every clip starts with a fade-in and ends with a fade-out of `fadeFrames`; a clip that is
+///   stopped early fades out from where it is;
+/// - the master gain moves in a ramp (never a step) so a volume change mid-word does not click;
+/// - everything is scaled by the headroom (default −3 dB) and then clamped, counting clamps.
+///
+/// Owned by the one audio thread; other threads talk to it through the engine's inbox.
+public struct Mixer: Sendable {
+    public struct Voice: Sendable {
+        public let id: UInt64
+        let clip: Clip
+        var position = 0
+        /// Frame within the clip at which a requested stop's fade-out ends.
+        var stopAt: Int?
+        var gain: Float
+    }
+
+    public let format: AudioFormat
+    public let fadeFrames: Int
+    let headroom: Float
+    var voices: [Voice] = []
+    var gain: Float
+    var targetGain: Float
+    /// Gain change per frame while ramping: a full 0→1 swing takes `gainRampFrames`.
+    let gainStep: Float
+    public private(set) var clampedSamples = 0
+
+    public init(format: AudioFormat, fadeMs: Double = 5, headroomDb: Double = 3, gain: Double = 1, gainRampMs: Double = 20) {
+        self.format = format
+        self.fadeFrames = max(1, format.frames(ms: fadeMs))
+        self.headroom = Float(Decibel.gain(-headroomDb))
+        self.gain = Float(gain)
+        self.targetGain = Float(gain)
+        self.gainStep = 1 / Float(max(1, format.frames(ms: gainRampMs)))
+    }
+
+    public var isIdle: Bool { voices.isEmpty }
+    public var activeIDs: [UInt64] { voices.map(\.id) }
+
+    public mutating func add(id: UInt64, clip: Clip, gain: Double = 1) {
+        voices.append(Voice(id: id, clip: clip, gain: Float(gain)))
+    }
+
+    /// Fades the voice out from its current position; it finishes (and is reported) after the fade.
+    public mutating func stop(id: UInt64) {
+        for i in voices.indices where voices[i].id == id && voices[i].stopAt == nil {
+            voices[i].stopAt = min(voices[i].clip.samples.count, voices[i].position + fadeFrames)
+        }
+    }
+
+    /// Starts every voice again from its beginning (after the device was lost mid-clip).
+    public mutating func rewindAll() {
+        for i in voices.indices { voices[i].position = 0; voices[i].stopAt = nil }
+    }
+
+    public mutating func setGain(_ g: Double) { targetGain = Float(max(0, min(4, g))) }
+    public var currentGain: Double { Double(targetGain) }
+
+    public struct Rendered: Sendable, Equatable {
+        /// Voices that started in this block (first sample written).
+        public var started: [UInt64] = []
+        /// Voices whose last sample is in this block, with the frame offset just past it.
+        public var finished: [(id: UInt64, endFrame: Int)] = []
+        /// True when every sample of the block is silence from the mixer's point of view.
+        public var silent = true
+
+        public static func == (a: Rendered, b: Rendered) -> Bool {
+            a.started == b.started && a.silent == b.silent
+                && a.finished.elementsEqual(b.finished, by: { $0.id == $1.id && $0.endFrame == $1.endFrame })
+        }
+    }
+
+    /// Renders `frames` frames of interleaved S16 into `out` (count ≥ frames × channels).
+    public mutating func render(into out: UnsafeMutableBufferPointer<Int16>, frames: Int) -> Rendered {
+        var result = Rendered()
+        let ch = format.channels
+        if voices.isEmpty && gain == targetGain {
+            for i in 0..<(frames * ch) { out[i] = 0 }
+            return result
+        }
+        result.silent = voices.isEmpty
+        var acc = [Float](repeating: 0, count: frames)
+        var remaining: [Voice] = []
+        remaining.reserveCapacity(voices.count)
+        for var v in voices {
+            if v.position == 0 { result.started.append(v.id) }
+            let end = v.stopAt ?? v.clip.samples.count
+            let n = min(frames, max(0, end - v.position))
+            let total = v.clip.samples.count
+            v.clip.samples.withUnsafeBufferPointer { s in
+                for f in 0..<n {
+                    let p = v.position + f
+                    var env: Float = 1
+                    if p < fadeFrames { env = Float(p) / Float(fadeFrames) }
+                    let toEnd = end - p
+                    if toEnd <= fadeFrames {
+                        // A stop or the clip's own end: fade to zero at `end`.
+                        let fadeLen = v.stopAt != nil ? fadeFrames : min(fadeFrames, total)
+                        env = min(env, Float(toEnd - 1) / Float(max(1, fadeLen)))
+                    }
+                    acc[f] += s[p] * env * v.gain
+                }
+            }
+            v.position += n
+            if v.position >= end {
+                result.finished.append((v.id, n))
+            } else {
+                remaining.append(v)
+            }
+        }
+        voices = remaining
+        var g = gain
+        let scale = headroom * 32767
+        var clamped = 0
+        for f in 0..<frames {
+            if g != targetGain {
+                g = g < targetGain ? min(targetGain, g + gainStep) : max(targetGain, g - gainStep)
+            }
+            var x = acc[f] * g * scale
+            if x > 32767 { x = 32767; clamped += 1 } else if x < -32768 { x = -32768; clamped += 1 }
+            let sample = Int16(x.rounded())
+            for c in 0..<ch { out[f * ch + c] = sample }
+        }
+        gain = g
+        clampedSamples += clamped
+        return result
+    }
+}
+
+/// Short tones mixed into the stream: the volume click.
+public enum Tone {
+    /// A sine burst of `ms` milliseconds at `hz`, peak `level` (0...1); the mixer adds the fades.
+    public static func beep(format: AudioFormat, hz: Double = 1000, ms: Double = 40, level: Double = 0.5) -> Clip {
+        let n = format.frames(ms: ms)
+        var s = [Float](repeating: 0, count: n)
+        let w = 2 * Double.pi * hz / Double(format.rate)
+        for i in 0..<n { s[i] = Float(level * Resampler.sin(w * Double(i))) }
+        return Clip(samples: s)
+    }
+}

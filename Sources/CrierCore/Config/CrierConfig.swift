@@ -1,0 +1,281 @@
+/// Languages Crier speaks. Each has its own voice, number words and templates.
+public enum Lang: String, Sendable, CaseIterable, Hashable {
+    case zh, en
+}
+
+/// `tcp://HOST:PORT` (port 7700 when left out). `tls://` is reserved for the TLS link.
+public struct ServerAddress: Sendable, Equatable, CustomStringConvertible {
+    public var scheme: String
+    public var host: String
+    public var port: Int
+
+    public static let defaultPort = 7700
+
+    public init(scheme: String = "tcp", host: String, port: Int = defaultPort) {
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+    }
+
+    public init(parsing s: String) throws(ConfigValueError) {
+        guard let sep = s.firstRange(of: "://") else {
+            throw ConfigValueError("expected tcp://HOST:PORT, got \"\(s)\"")
+        }
+        let scheme = String(s[..<sep.lowerBound]).lowercased()
+        guard scheme == "tcp" else {
+            throw ConfigValueError("unsupported scheme \"\(scheme)\" (only tcp:// is available), got \"\(s)\"")
+        }
+        var rest = s[sep.upperBound...]
+        if rest.hasSuffix("/") { rest = rest.dropLast() }
+        var host = String(rest)
+        var port = Self.defaultPort
+        if rest.hasPrefix("[") {  // [v6]:port
+            guard let close = rest.firstIndex(of: "]") else { throw ConfigValueError("unclosed [ in \"\(s)\"") }
+            host = String(rest[rest.index(after: rest.startIndex)..<close])
+            let after = rest[rest.index(after: close)...]
+            if after.hasPrefix(":") { port = try Self.port(after.dropFirst(), s) }
+        } else if let colon = rest.lastIndex(of: ":") {
+            host = String(rest[..<colon])
+            port = try Self.port(rest[rest.index(after: colon)...], s)
+        }
+        guard !host.isEmpty, !host.contains(where: { $0 == " " || $0 == "/" }) else {
+            throw ConfigValueError("expected a host name or address in \"\(s)\"")
+        }
+        self.init(scheme: scheme, host: host, port: port)
+    }
+
+    private static func port(_ p: Substring, _ whole: String) throws(ConfigValueError) -> Int {
+        guard let v = Int(p), (1...65535).contains(v) else {
+            throw ConfigValueError("expected a port 1...65535 in \"\(whole)\"")
+        }
+        return v
+    }
+
+    public var description: String {
+        host.contains(":") ? "\(scheme)://[\(host)]:\(port)" : "\(scheme)://\(host):\(port)"
+    }
+}
+
+/// How one language is spoken through espeak-ng.
+public struct VoiceConfig: Sendable, Equatable {
+    public var voice: String
+    /// Words per minute, espeak-ng's 80...450.
+    public var rate: Int
+    /// 0...100, espeak-ng's pitch (50 is the voice's normal pitch).
+    public var pitch: Int
+    /// 0...200, espeak-ng's amplitude (100 is normal).
+    public var volume: Int
+}
+
+public struct AudioConfig: Sendable, Equatable {
+    public init() {}
+    public var device = "default"
+    public var rate = 48000
+    public var channels = 2
+    public var periodMs = 20
+    public var bufferMs = 80
+    /// Headroom below full scale for everything the mixer outputs, in dB.
+    public var headroomDb = 3.0
+    public var fadeMs = 5.0
+    public var mixer = ""
+}
+
+public struct SpeechConfig: Sendable, Equatable {
+    public init() {}
+    public var lang: Lang = .zh
+    public var voices: [Lang: VoiceConfig] = [
+        // The stock `cmn` voice of espeak-ng 1.51 reads most hanzi as English spellings
+        // (docs/speech.md); the pinyin voice reads them correctly.
+        .zh: VoiceConfig(voice: "cmn-latn-pinyin", rate: 175, pitch: 40, volume: 100),
+        .en: VoiceConfig(voice: "en-us", rate: 165, pitch: 50, volume: 100),
+    ]
+    public var maxChars = 500
+    public var dataPath = ""
+}
+
+public struct LinkConfig: Sendable, Equatable {
+    public init() {}
+    public var server: ServerAddress?
+    public var token: String?
+    public var heartbeat = 15.0
+}
+
+public struct LogConfig: Sendable, Equatable {
+    public init() {}
+    public var level: LogLevel = .info
+    public var serial = ""
+    public var serialBaud = 115200
+}
+
+/// The whole effective configuration. Every field has a default; `schema` documents each key.
+public struct CrierConfig: Sendable, Equatable {
+    public var deviceID = "crier"
+    public var link = LinkConfig()
+    public var audio = AudioConfig()
+    public var speech = SpeechConfig()
+    public var templates = Templates()
+    public var alerts = AlertConfig()
+    public var status = StatusPromptConfig()
+    public var buttons = ButtonsConfig()
+    public var log = LogConfig()
+
+    public init() {}
+
+    public static let defaultPath = "/boot/firmware/crier.conf"
+
+    /// Every key, in the order docs and `crier check-config` print them.
+    public static let schema: [ConfigKey] = generalKeys + audioKeys + speechKeys + Templates.keys + AlertConfig.keys
+        + StatusPromptConfig.keys + ButtonsConfig.keys + logKeys
+
+    /// The effective configuration as `key = value` lines, keys in schema order.
+    public func rendered(schema: [ConfigKey] = CrierConfig.schema) -> String {
+        schema.map { k in
+            let v = k.value(in: self)
+            let needsQuotes = v.hasPrefix(" ") || v.hasSuffix(" ") || v.contains("#")
+            return "\(k.name) = \(needsQuotes ? "\"\(v)\"" : v)"
+        }.joined(separator: "\n") + "\n"
+    }
+
+    /// docs/configuration.md's key table (the file is checked against this by a test).
+    public static func markdownTable(schema: [ConfigKey] = CrierConfig.schema) -> String {
+        var out = ""
+        var section = ""
+        for k in schema {
+            if k.section != section {
+                section = k.section
+                out += "\n### \(section)\n\n| key | default | meaning |\n|---|---|---|\n"
+            }
+            let d = k.defaultText.isEmpty ? "(empty)" : "`\(k.defaultText)`"
+            out += "| `\(k.name)` | \(d) | \(k.doc.replacingAll("|", with: "\\|")) |\n"
+        }
+        return out
+    }
+
+    /// A fully commented example: every key with its default and one line of documentation.
+    public static func example(schema: [ConfigKey] = CrierConfig.schema) -> String {
+        var out = """
+            # crier.conf: the one file a shop edits. It lives on the SD card's boot partition
+            # (/boot/firmware/crier.conf), readable from any PC. Lines are "key = value";
+            # "#" starts a comment. Every key below shows its default; uncomment to change it.
+            # `crier check-config FILE` checks a file and prints the effective values.
+
+            """
+        var section = ""
+        for k in schema {
+            if k.section != section {
+                section = k.section
+                out += "\n# --- \(section) ---\n"
+            }
+            out += "# \(k.doc)\n"
+            out += "#\(k.name) = \(k.defaultText)\n"
+        }
+        return out
+    }
+}
+
+extension CrierConfig {
+    static let generalKeys: [ConfigKey] = [
+        ConfigKey("device.id", section: "general", default: "crier",
+                  doc: "Name this box gives the order server in its hello (1-64 characters).",
+                  apply: { c, v throws(ConfigValueError) in
+                      let v = try ConfigValue.nonEmpty(v, what: "a device name")
+                      guard v.count <= 64 else { throw ConfigValueError("expected at most 64 characters, got \(v.count)") }
+                      c.deviceID = v
+                  }, render: { $0.deviceID }),
+        ConfigKey("server", section: "general", default: "",
+                  doc: "Order server, tcp://HOST:PORT (port 7700 if left out). Empty: no server, the box only speaks local prompts.",
+                  apply: { c, v throws(ConfigValueError) in
+                      c.link.server = v.isEmpty ? nil : try ServerAddress(parsing: v)
+                  }, render: { $0.link.server?.description ?? "" }),
+        ConfigKey("server.token", section: "general", default: "",
+                  doc: "Shared token sent in the hello so the server knows this box. Never logged.",
+                  apply: { c, v in c.link.token = v.isEmpty ? nil : v },
+                  render: { $0.link.token == nil ? "" : "(set)" }),
+        ConfigKey("link.heartbeat", section: "general", default: "15",
+                  doc: "Seconds without traffic before the box pings; 2x this with nothing received means the link is dead.",
+                  apply: { c, v throws(ConfigValueError) in c.link.heartbeat = try ConfigValue.number(v, 1...600) },
+                  render: { ConfigValue.fmt($0.link.heartbeat) }),
+    ]
+
+    static let audioKeys: [ConfigKey] = [
+        ConfigKey("audio.device", section: "audio", default: "default",
+                  doc: "ALSA PCM that is kept open with silence from start to shutdown (e.g. default, hw:1, plughw:CARD=Headphones).",
+                  apply: { c, v throws(ConfigValueError) in c.audio.device = try ConfigValue.nonEmpty(v, what: "an ALSA device name") },
+                  render: { $0.audio.device }),
+        ConfigKey("audio.rate", section: "audio", default: "48000",
+                  doc: "Sample rate of the output stream in Hz; speech is resampled to it.",
+                  apply: { c, v throws(ConfigValueError) in c.audio.rate = try ConfigValue.int(v, 8000...192000) },
+                  render: { String($0.audio.rate) }),
+        ConfigKey("audio.channels", section: "audio", default: "2",
+                  doc: "Output channels (1 or 2); speech goes to every channel.",
+                  apply: { c, v throws(ConfigValueError) in c.audio.channels = try ConfigValue.int(v, 1...2) },
+                  render: { String($0.audio.channels) }),
+        ConfigKey("audio.period_ms", section: "audio", default: "20",
+                  doc: "How often the audio thread wakes when idle, in ms. Larger saves CPU; speech never waits for it.",
+                  apply: { c, v throws(ConfigValueError) in c.audio.periodMs = try ConfigValue.int(v, 5...100) },
+                  render: { String($0.audio.periodMs) }),
+        ConfigKey("audio.buffer_ms", section: "audio", default: "80",
+                  doc: "ALSA buffer in ms (at least 2 periods). Larger survives a busy CPU better.",
+                  apply: { c, v throws(ConfigValueError) in c.audio.bufferMs = try ConfigValue.int(v, 10...1000) },
+                  render: { String($0.audio.bufferMs) }),
+        ConfigKey("audio.headroom_db", section: "audio", default: "3",
+                  doc: "Headroom below full scale kept by the mixer, in dB, so speech never clips.",
+                  apply: { c, v throws(ConfigValueError) in c.audio.headroomDb = try ConfigValue.number(v, 0...24) },
+                  render: { ConfigValue.fmt($0.audio.headroomDb) }),
+        ConfigKey("audio.mixer", section: "audio", default: "",
+                  doc: "ALSA mixer element the volume buttons move (e.g. PCM, Digital, Speaker); empty: Crier's own software gain.",
+                  apply: { c, v in c.audio.mixer = v }, render: { $0.audio.mixer }),
+        ConfigKey("audio.fade_ms", section: "audio", default: "5",
+                  doc: "Fade-in/out at every edge of speech and tones, in ms, so nothing clicks.",
+                  apply: { c, v throws(ConfigValueError) in c.audio.fadeMs = try ConfigValue.number(v, 0...100) },
+                  render: { ConfigValue.fmt($0.audio.fadeMs) }),
+    ]
+
+    static let speechKeys: [ConfigKey] = {
+        var keys: [ConfigKey] = [
+            ConfigKey("speech.lang", section: "speech", default: "zh",
+                      doc: "Language of announcements when an order does not say: zh or en.",
+                      apply: { c, v throws(ConfigValueError) in c.speech.lang = Lang(rawValue: try ConfigValue.choice(v, Lang.allCases.map(\.rawValue)))! },
+                      render: { $0.speech.lang.rawValue }),
+            ConfigKey("speech.max_chars", section: "speech", default: "500",
+                      doc: "Longest text spoken for one alert; longer text is cut (and the cut is logged).",
+                      apply: { c, v throws(ConfigValueError) in c.speech.maxChars = try ConfigValue.int(v, 20...2000) },
+                      render: { String($0.speech.maxChars) }),
+            ConfigKey("speech.data_path", section: "speech", default: "",
+                      doc: "Directory that contains espeak-ng-data/; empty uses the system's (/usr/lib/*/espeak-ng-data).",
+                      apply: { c, v in c.speech.dataPath = v }, render: { $0.speech.dataPath }),
+        ]
+        let defaults = SpeechConfig().voices
+        for lang in Lang.allCases {
+            let d = defaults[lang]!
+            let l = lang
+            keys += [
+                ConfigKey("speech.\(l.rawValue).voice", section: "speech", default: d.voice,
+                          doc: "espeak-ng voice for \(l.rawValue) (see `espeak-ng --voices`).",
+                          apply: { c, v throws(ConfigValueError) in c.speech.voices[l]!.voice = try ConfigValue.nonEmpty(v, what: "a voice name") },
+                          render: { $0.speech.voices[l]!.voice }),
+                ConfigKey("speech.\(l.rawValue).rate", section: "speech", default: String(d.rate),
+                          doc: "Speaking rate for \(l.rawValue) in words per minute (80-450).",
+                          apply: { c, v throws(ConfigValueError) in c.speech.voices[l]!.rate = try ConfigValue.int(v, 80...450) },
+                          render: { String($0.speech.voices[l]!.rate) }),
+                ConfigKey("speech.\(l.rawValue).pitch", section: "speech", default: String(d.pitch),
+                          doc: "Pitch for \(l.rawValue), 0-100 (50 is the voice's own).",
+                          apply: { c, v throws(ConfigValueError) in c.speech.voices[l]!.pitch = try ConfigValue.int(v, 0...100) },
+                          render: { String($0.speech.voices[l]!.pitch) }),
+                ConfigKey("speech.\(l.rawValue).volume", section: "speech", default: String(d.volume),
+                          doc: "Loudness of the \(l.rawValue) voice before the mixer, 10-200 (100 is normal).",
+                          apply: { c, v throws(ConfigValueError) in c.speech.voices[l]!.volume = try ConfigValue.int(v, 10...200) },
+                          render: { String($0.speech.voices[l]!.volume) }),
+            ]
+        }
+        return keys
+    }()
+
+    static let logKeys: [ConfigKey] = [
+        ConfigKey("log.level", section: "log", default: "info",
+                  doc: "Least severe level logged: error, warning, notice, info or debug.",
+                  apply: { c, v throws(ConfigValueError) in
+                      c.log.level = LogLevel(name: try ConfigValue.choice(v.lowercased(), ["error", "warning", "warn", "notice", "info", "debug"]))!
+                  }, render: { $0.log.level.label.lowercased() == "warn" ? "warning" : $0.log.level.label.lowercased() }),
+    ]
+}

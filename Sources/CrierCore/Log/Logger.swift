@@ -1,0 +1,62 @@
+import Synchronization
+
+/// Where formatted records go (stderr, serial port, a test's buffer).
+public protocol LogSink: Sendable {
+    func write(_ record: LogRecord)
+}
+
+/// The process-wide fan-out point. Components hold a `Logger` (a component name plus this hub).
+public final class LogHub: Sendable {
+    private struct State {
+        var sinks: [any LogSink] = []
+        var minimum: LogLevel = .info
+    }
+    private let state = Mutex(State())
+    private let clock: @Sendable () -> WallTime
+
+    public init(clock: @escaping @Sendable () -> WallTime) {
+        self.clock = clock
+    }
+
+    public func add(_ sink: any LogSink) { state.withLock { $0.sinks.append(sink) } }
+    public func setMinimum(_ level: LogLevel) { state.withLock { $0.minimum = level } }
+
+    public func emit(_ level: LogLevel, _ component: String, _ message: String, _ fields: [(String, String)]) {
+        let sinks: [any LogSink]? = state.withLock { s in level >= s.minimum ? s.sinks : nil }
+        guard let sinks else { return }
+        let record = LogRecord(time: clock(), level: level, component: component, message: message, fields: fields)
+        for sink in sinks { sink.write(record) }
+    }
+
+    public func logger(_ component: String) -> Logger { Logger(component: component, hub: self) }
+}
+
+/// A component's handle on the log: `log.info("connected", ["server": url])`.
+public struct Logger: Sendable {
+    public let component: String
+    public let hub: LogHub
+
+    public init(component: String, hub: LogHub) {
+        self.component = component
+        self.hub = hub
+    }
+
+    public func error(_ m: String, _ f: KeyValuePairs<String, any CustomStringConvertible> = [:]) { hub.emit(.error, component, m, Logger.flat(f)) }
+    public func warning(_ m: String, _ f: KeyValuePairs<String, any CustomStringConvertible> = [:]) { hub.emit(.warning, component, m, Logger.flat(f)) }
+    public func notice(_ m: String, _ f: KeyValuePairs<String, any CustomStringConvertible> = [:]) { hub.emit(.notice, component, m, Logger.flat(f)) }
+    public func info(_ m: String, _ f: KeyValuePairs<String, any CustomStringConvertible> = [:]) { hub.emit(.info, component, m, Logger.flat(f)) }
+    public func debug(_ m: String, _ f: KeyValuePairs<String, any CustomStringConvertible> = [:]) { hub.emit(.debug, component, m, Logger.flat(f)) }
+
+    static func flat(_ f: KeyValuePairs<String, any CustomStringConvertible>) -> [(String, String)] {
+        f.map { ($0.key, $0.value.description) }
+    }
+}
+
+/// Collects records in memory; tests assert on what the log said.
+public final class MemoryLogSink: LogSink {
+    private let records = Mutex<[LogRecord]>([])
+    public init() {}
+    public func write(_ record: LogRecord) { records.withLock { $0.append(record) } }
+    public var all: [LogRecord] { records.withLock { $0 } }
+    public var lines: [String] { all.map { $0.formatted() } }
+}

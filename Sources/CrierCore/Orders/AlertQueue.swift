@@ -1,0 +1,410 @@
+/// Something to say: one order, several coalesced `new_customer` orders, a repeat or a replay.
+public struct Alert: Sendable, Equatable, CustomStringConvertible {
+    public enum Occasion: Sendable, Equatable {
+        /// Said for the first time; finishing it acks its orders `spoken`.
+        case first
+        /// The n-th repeat (1-based) of an alert nobody acknowledged yet; never acks.
+        case repetition(Int)
+        /// Asked for again with the replay button; never acks.
+        case replay
+    }
+
+    /// The orders it covers, in the order they are said.
+    public var orderIDs: [String] { orders.map(\.id) }
+    public var orders: [Order]
+    public var content: AnnouncementContent
+    public var lang: Lang
+    /// An order's own `text`, which replaces the template (`Announcer.announce(_:lang:overrideText:)`).
+    public var overrideText: String?
+    public var priority: Int
+    public var occasion: Occasion
+
+    init(orders: [Order], lang: Lang, occasion: Occasion) {
+        precondition(!orders.isEmpty)
+        self.orders = orders
+        self.lang = lang
+        self.priority = orders[0].priority
+        self.occasion = occasion
+        if orders.count > 1 {
+            content = .newCustomers(numbers: orders.map {
+                if case .newCustomer(let n) = $0.kind { n } else { preconditionFailure("only new_customer orders coalesce") }
+            })
+            overrideText = nil
+        } else {
+            switch orders[0].kind {
+            case .newCustomer(let n): content = .newCustomer(number: n)
+            case .payment(let a): content = .payment(amount: a)
+            case .text(let t): content = .text(t)
+            }
+            overrideText = orders[0].text
+        }
+    }
+
+    public var description: String {
+        let occ: String = switch occasion {
+        case .first: "first"
+        case .repetition(let n): "repeat \(n)"
+        case .replay: "replay"
+        }
+        return "alert ids=\(orderIDs.joined(separator: ",")) lang=\(lang.rawValue) (\(occ))"
+    }
+}
+
+/// The box's list of things to say. Pure: every rule is here, every time is passed in (`now`,
+/// monotonic seconds), every outcome the server must hear about is returned as an `Ack`; the
+/// queue does no I/O and keeps no clock.
+///
+/// Rules (docs/protocol.md, "Client behaviour"):
+/// - Order: an interrupted alert first, then replays, then waiting orders by priority (higher
+///   first) and arrival, then due repeats (a reminder never delays a new order).
+/// - Waiting `new_customer` orders of the same language and priority without their own `text`
+///   are said together (up to `AlertConfig.coalesceMax`) in arrival order.
+/// - Bounded by `AlertConfig.queueMax` waiting orders: more are `rejected` (`queue_full`).
+/// - An order whose `ttl` passes while it waits is acked `expired`; one already being said is
+///   finished.
+/// - Ids with a final outcome (spoken, expired, cancelled) are remembered (the last
+///   `remember`, ≥ 1024): a redelivery is acked again with the same status and never said
+///   again. A redelivery of an id still waiting or being said is ignored (its ack comes later).
+/// - `cancel` acks `cancelled` (or `spoken` if it was already said) and stops its repeats; a
+///   cancel for an id never seen is acked `cancelled` and remembered, so a late delivery of that
+///   order is not said.
+public struct AlertQueue: Sendable {
+    public private(set) var config: AlertConfig
+    public let defaultLang: Lang
+    /// How many final outcomes are remembered for dedupe.
+    public let remember: Int
+    public let historyMax: Int
+
+    struct Entry: Sendable {
+        var order: Order
+        var lang: Lang
+        var seq: UInt64
+        var receivedAt: Double
+        var expiresAt: Double?
+        /// Put back after an interruption: said before anything else.
+        var front = false
+    }
+
+    struct Repeating: Sendable {
+        var orders: [Order]
+        var lang: Lang
+        var done: Int
+        var nextAt: Double
+        var playing = false
+        var expiresAt: Double?
+    }
+
+    private var waiting: [Entry] = []
+    /// The ids in `waiting`, for O(1) dedupe during a burst.
+    private var waitingIDs: Set<String> = []
+    private var inFlight: [String: Entry] = [:]
+    private var repeating: [Repeating] = []
+    private var replays: [Alert] = []
+    private var outcomes = RecentOutcomes(capacity: 1024)
+    private var seq: UInt64 = 0
+    /// The last `historyMax` alerts said for the first time, newest last.
+    public private(set) var history: [Alert] = []
+
+    public init(config: AlertConfig = AlertConfig(), defaultLang: Lang = .zh, remember: Int = 1024, historyMax: Int = 10) {
+        self.config = config
+        self.defaultLang = defaultLang
+        self.remember = max(remember, 1024)
+        self.historyMax = historyMax
+        outcomes = RecentOutcomes(capacity: self.remember)
+    }
+
+    /// Orders waiting to be said (not counting one being said).
+    public var waitingCount: Int { waiting.count }
+    /// Ids handed out by `next` and not yet finished or interrupted.
+    public var inFlightIDs: Set<String> { Set(inFlight.keys) }
+    /// Ids whose alerts will be repeated until acknowledged.
+    public var repeatingIDs: [String] { repeating.flatMap { $0.orders.map(\.id) } }
+
+    // MARK: arrivals
+
+    public enum Admission: Sendable, Equatable {
+        /// Queued; it will be said.
+        case queued
+        /// A redelivery of an id already waiting or being said: ignored.
+        case alreadyQueued
+        /// A redelivery of an id with a final outcome: acked again, not said again.
+        case alreadyDone(Ack)
+        /// Not queued; the ack says why.
+        case rejected(Ack)
+
+        /// The ack to send now, if any.
+        public var ack: Ack? {
+            switch self {
+            case .queued, .alreadyQueued: nil
+            case .alreadyDone(let a), .rejected(let a): a
+            }
+        }
+    }
+
+    public mutating func add(_ order: Order, now: Double) -> Admission {
+        if let status = outcomes[order.id] {
+            return .alreadyDone(Ack(id: order.id, status: status, message: "already \(status.rawValue); not said again"))
+        }
+        if inFlight[order.id] != nil || waitingIDs.contains(order.id) {
+            return .alreadyQueued
+        }
+        guard waiting.count < config.queueMax else {
+            return .rejected(Ack(id: order.id, status: .rejected, reason: Ack.Reason.queueFull,
+                                 message: "\(waiting.count) alerts already waiting (alerts queue.max = \(config.queueMax))"))
+        }
+        seq += 1
+        waiting.append(Entry(order: order, lang: order.lang ?? defaultLang, seq: seq, receivedAt: now,
+                             expiresAt: order.ttl.map { now + $0 }))
+        waitingIDs.insert(order.id)
+        return .queued
+    }
+
+    public struct Cancellation: Sendable, Equatable {
+        public var ack: Ack
+        /// It was being said: the owner may cut the sound (if the alert covers only this id).
+        public var wasPlaying: Bool
+        /// Its repeats were stopped.
+        public var stoppedRepeats: Bool
+    }
+
+    public mutating func cancel(id: String, now: Double) -> Cancellation {
+        let stopped = dropFromRepeats(id)
+        if waitingIDs.contains(id), let i = waiting.firstIndex(where: { $0.order.id == id }) {
+            waiting.remove(at: i)
+            waitingIDs.remove(id)
+            outcomes[id] = .cancelled
+            return Cancellation(ack: Ack(id: id, status: .cancelled), wasPlaying: false, stoppedRepeats: stopped)
+        }
+        if inFlight.removeValue(forKey: id) != nil {
+            outcomes[id] = .cancelled
+            return Cancellation(ack: Ack(id: id, status: .cancelled), wasPlaying: true, stoppedRepeats: stopped)
+        }
+        if let status = outcomes[id] {
+            return Cancellation(ack: Ack(id: id, status: status, message: status == .cancelled ? nil : "already \(status.rawValue)"),
+                                wasPlaying: false, stoppedRepeats: stopped)
+        }
+        outcomes[id] = .cancelled
+        return Cancellation(ack: Ack(id: id, status: .cancelled, message: "not received before the cancel; it will not be said"),
+                            wasPlaying: false, stoppedRepeats: stopped)
+    }
+
+    // MARK: saying
+
+    /// Acks `expired` for every waiting order whose ttl has passed. `next` calls it too; call it
+    /// on its own at `nextWakeup` so expiries are reported while something long is playing.
+    public mutating func expire(now: Double) -> [Ack] {
+        var acks: [Ack] = []
+        waiting.removeAll { e in
+            guard let t = e.expiresAt, t <= now else { return false }
+            outcomes[e.order.id] = .expired
+            waitingIDs.remove(e.order.id)
+            acks.append(Ack(id: e.order.id, status: .expired,
+                            message: "ttl \(ProtocolCodec.formatSeconds(e.order.ttl ?? 0)) s passed before it could be said"))
+            return true
+        }
+        repeating.removeAll { r in !r.playing && (r.expiresAt.map { $0 <= now } ?? false) }
+        return acks
+    }
+
+    public struct Next: Sendable, Equatable {
+        /// What to say now, if anything.
+        public var alert: Alert?
+        /// Orders that expired while waiting: send these acks.
+        public var expired: [Ack]
+    }
+
+    /// What to say now. Call again after `finished`/`interrupted`, after an `add`, and at
+    /// `nextWakeup(now:)`.
+    public mutating func next(now: Double) -> Next {
+        let expired = expire(now: now)
+        if let i = waiting.indices.filter({ waiting[$0].front }).min(by: { waiting[$0].seq < waiting[$1].seq }) {
+            return Next(alert: take(head: i), expired: expired)
+        }
+        if !replays.isEmpty {
+            return Next(alert: replays.removeFirst(), expired: expired)
+        }
+        if let i = bestWaiting() {
+            return Next(alert: take(head: i), expired: expired)
+        }
+        if let r = repeating.indices.filter({ !repeating[$0].playing && repeating[$0].nextAt <= now })
+            .min(by: { repeating[$0].nextAt < repeating[$1].nextAt }) {
+            repeating[r].playing = true
+            repeating[r].done += 1
+            return Next(alert: Alert(orders: repeating[r].orders, lang: repeating[r].lang, occasion: .repetition(repeating[r].done)),
+                        expired: expired)
+        }
+        return Next(alert: nil, expired: expired)
+    }
+
+    /// The alert finished playing. Returns `spoken` acks for a first saying (none for repeats and
+    /// replays, and none for ids cancelled while it played).
+    public mutating func finished(_ alert: Alert, now: Double) -> [Ack] {
+        switch alert.occasion {
+        case .replay:
+            return []
+        case .repetition:
+            guard let r = repeatIndex(alert) else { return [] }
+            repeating[r].playing = false
+            if repeating[r].done >= config.repeatMax {
+                repeating.remove(at: r)
+            } else {
+                repeating[r].nextAt = now + config.repeatEvery
+            }
+            return []
+        case .first:
+            var acks: [Ack] = []
+            var said: [Order] = []
+            var expiresAt: Double?
+            for o in alert.orders {
+                guard let e = inFlight.removeValue(forKey: o.id) else { continue }  // cancelled meanwhile
+                outcomes[o.id] = .spoken
+                acks.append(.spoken(o.id))
+                said.append(o)
+                if let t = e.expiresAt { expiresAt = max(expiresAt ?? t, t) }
+            }
+            guard !said.isEmpty else { return [] }
+            let done = Alert(orders: said, lang: alert.lang, occasion: .first)
+            history.append(done)
+            if history.count > historyMax { history.removeFirst(history.count - historyMax) }
+            if config.repeatEvery > 0, config.repeatMax > 0 {
+                repeating.append(Repeating(orders: said, lang: alert.lang, done: 0, nextAt: now + config.repeatEvery,
+                                           expiresAt: expiresAt))
+            }
+            return acks
+        }
+    }
+
+    /// The alert was cut off (audio device lost, speech failed): it is said again from its
+    /// start, before anything else. Nothing is acked.
+    public mutating func interrupted(_ alert: Alert, now: Double) {
+        switch alert.occasion {
+        case .replay:
+            replays.insert(alert, at: 0)
+        case .repetition:
+            guard let r = repeatIndex(alert) else { return }
+            repeating[r].playing = false
+            repeating[r].done -= 1
+            repeating[r].nextAt = now
+        case .first:
+            for o in alert.orders {
+                guard var e = inFlight.removeValue(forKey: o.id) else { continue }
+                e.front = true
+                waiting.append(e)
+                waitingIDs.insert(e.order.id)
+            }
+        }
+    }
+
+    /// The acknowledge button: stops every pending repeat. Returns the ids that were repeating.
+    @discardableResult
+    public mutating func acknowledge(now: Double) -> [String] {
+        let ids = repeatingIDs
+        repeating.removeAll()
+        return ids
+    }
+
+    /// The replay button: queues the alert said `stepsBack` alerts ago (0 = the last one) to be
+    /// said next. Returns it, or nil when nothing was said yet.
+    @discardableResult
+    public mutating func replay(stepsBack: Int = 0) -> Alert? {
+        guard stepsBack >= 0, stepsBack < history.count else { return nil }
+        var a = history[history.count - 1 - stepsBack]
+        a.occasion = .replay
+        replays.append(a)
+        return a
+    }
+
+    /// When `next`/`expire` should be called again even if nothing arrives: `now` if something
+    /// is ready, the earliest ttl or repeat time otherwise, nil when there is nothing to wait for.
+    public func nextWakeup(now: Double) -> Double? {
+        if !waiting.isEmpty || !replays.isEmpty { return now }
+        return repeating.filter { !$0.playing }.map(\.nextAt).min()
+    }
+
+    /// Earliest ttl among waiting orders (for a timer that reports expiries during a long alert).
+    public var nextExpiry: Double? { waiting.compactMap(\.expiresAt).min() }
+
+    // MARK: internals
+
+    private func bestWaiting() -> Int? {
+        guard !waiting.isEmpty else { return nil }
+        var best = 0
+        for i in waiting.indices.dropFirst() {
+            let a = waiting[i], b = waiting[best]
+            if a.order.priority > b.order.priority || (a.order.priority == b.order.priority && a.seq < b.seq) { best = i }
+        }
+        return best
+    }
+
+    private static func coalescable(_ e: Entry) -> Bool {
+        if case .newCustomer = e.order.kind, e.order.text == nil { return true }
+        return false
+    }
+
+    /// Moves the head (and whatever coalesces with it) in flight and returns its alert.
+    private mutating func take(head: Int) -> Alert {
+        let h = waiting[head]
+        var picked = [head]
+        if Self.coalescable(h), config.coalesceMax > 1 {
+            let others = waiting.indices
+                .filter { $0 != head && Self.coalescable(waiting[$0]) && waiting[$0].lang == h.lang
+                    && waiting[$0].order.priority == h.order.priority }
+                .sorted { (waiting[$0].front ? 0 : 1, waiting[$0].seq) < (waiting[$1].front ? 0 : 1, waiting[$1].seq) }
+            picked += others.prefix(config.coalesceMax - 1)
+        }
+        let entries = picked.map { waiting[$0] }
+        for i in picked.sorted(by: >) { waiting.remove(at: i) }
+        for var e in entries {
+            waitingIDs.remove(e.order.id)
+            e.front = false
+            inFlight[e.order.id] = e
+        }
+        return Alert(orders: entries.map(\.order), lang: h.lang, occasion: .first)
+    }
+
+    private func repeatIndex(_ alert: Alert) -> Int? {
+        let ids = alert.orderIDs
+        return repeating.firstIndex { r in r.orders.contains { ids.contains($0.id) } }
+    }
+
+    private mutating func dropFromRepeats(_ id: String) -> Bool {
+        var stopped = false
+        for i in repeating.indices.reversed() {
+            guard repeating[i].orders.contains(where: { $0.id == id }) else { continue }
+            stopped = true
+            repeating[i].orders.removeAll { $0.id == id }
+            if repeating[i].orders.isEmpty { repeating.remove(at: i) }
+        }
+        return stopped
+    }
+}
+
+/// The last `capacity` final outcomes by id (insertion order; an update keeps its place).
+struct RecentOutcomes: Sendable {
+    let capacity: Int
+    private var status: [String: Ack.Status] = [:]
+    private var order: [String] = []
+    private var head = 0
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    var count: Int { status.count }
+
+    subscript(id: String) -> Ack.Status? {
+        get { status[id] }
+        set {
+            guard let newValue else { return }
+            if status.updateValue(newValue, forKey: id) == nil {
+                order.append(id)
+                if status.count > capacity {
+                    status[order[head]] = nil
+                    head += 1
+                    if head > 4096, head * 2 > order.count {
+                        order.removeFirst(head)
+                        head = 0
+                    }
+                }
+            }
+        }
+    }
+}

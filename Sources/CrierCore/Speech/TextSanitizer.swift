@@ -1,0 +1,50 @@
+/// Makes text from outside (the network, the command line) safe to hand to the synthesizer:
+/// control and invisible formatting characters become spaces, runs of whitespace collapse,
+/// and the length is capped. SSML is never enabled for such text (see SpeechEngine), so markup
+/// is read out literally rather than interpreted.
+public enum TextSanitizer {
+    public struct Result: Sendable, Equatable {
+        public var text: String
+        /// Characters dropped by the length cap (0 when nothing was cut).
+        public var truncated: Int
+        /// Control or formatting characters replaced.
+        public var replaced: Int
+    }
+
+    public static func clean(_ input: String, maxChars: Int) -> Result {
+        var out = ""
+        var replaced = 0
+        var lastWasSpace = true
+        for ch in input {
+            var isSpace = ch.isWhitespace
+            if ch.unicodeScalars.contains(where: isUnwanted) {
+                replaced += 1
+                isSpace = true
+            }
+            if isSpace {
+                if !lastWasSpace { out.append(" ") }
+                lastWasSpace = true
+            } else {
+                out.append(ch)
+                lastWasSpace = false
+            }
+        }
+        if out.last == " " { out.removeLast() }
+        var truncated = 0
+        if out.count > maxChars {
+            truncated = out.count - maxChars
+            out = String(out.prefix(maxChars))
+        }
+        return Result(text: out, truncated: truncated, replaced: replaced)
+    }
+
+    static func isUnwanted(_ u: Unicode.Scalar) -> Bool {
+        switch u.value {
+        case 0x00...0x08, 0x0B...0x0C, 0x0E...0x1F, 0x7F...0x9F: return true  // C0/C1 except \t \n \r
+        case 0x200B...0x200F, 0x202A...0x202E, 0x2060...0x206F, 0xFEFF: return true  // zero-width, bidi
+        case 0xFFF9...0xFFFB, 0xFFFE, 0xFFFF: return true
+        case 0xE000...0xF8FF: return true  // private use: no voice has a reading for it
+        default: return u.properties.generalCategory == .surrogate || u.properties.generalCategory == .unassigned
+        }
+    }
+}

@@ -1,2 +1,0 @@
-// CrierGPIO: see docs/architecture.md for what lives here.
-import CrierCore

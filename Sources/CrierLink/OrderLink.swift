@@ -1,0 +1,348 @@
+import CrierCore
+import Glibc
+import Synchronization
+
+/// What the link tells its owner. `connected` and `disconnected` alternate, starting with
+/// `connected` (the link is down until the first welcome).
+public enum LinkEvent: Sendable, Equatable {
+    /// Handshake done; the string is the server (`tcp://10.0.0.5:7700`).
+    case connected(String)
+    case disconnected(reason: String)
+    case order(Order)
+    case cancel(id: String)
+}
+
+/// The box's end of protocol v1 (docs/protocol.md): one TCP connection to the order server on
+/// its own thread, reconnecting forever with backoff. Orders and cancels go to `onEvent` (called
+/// on the link thread: hand them off, don't block); acks come back through `send`.
+public final class OrderLink: Sendable {
+    public struct Options: Sendable {
+        /// Seconds to wait for a TCP connect.
+        public var connectTimeout = 5.0
+        /// Seconds to wait for `welcome` after `hello`; nil: 2 × heartbeat, at most 10.
+        public var handshakeTimeout: Double?
+        public var backoff = ReconnectBackoff()
+        /// Most acks kept while the link is down; the oldest go first (the server redelivers
+        /// their orders and the queue's dedupe answers them again).
+        public var maxPendingAcks = 100_000
+        /// Bytes waiting to be sent before the server counts as not reading (the link is reset).
+        public var maxOutput = 4 << 20
+        public init() {}
+    }
+
+    public let config: LinkConfig
+    public let deviceID: String
+    let log: Logger
+    let onEvent: @Sendable (LinkEvent) -> Void
+    let options: Options
+
+    private struct Shared {
+        var started = false
+        var stopping = false
+        var connected = false
+        var outbox: [Ack] = []
+        var droppedAcks = 0
+        var thread: JoinableThread?
+    }
+    private let shared = Mutex(Shared())
+    private let wake = WakePipe()
+
+    public convenience init(config: LinkConfig, deviceID: String, log: Logger, onEvent: @escaping @Sendable (LinkEvent) -> Void) {
+        self.init(config: config, deviceID: deviceID, log: log, options: Options(), onEvent: onEvent)
+    }
+
+    public init(config: LinkConfig, deviceID: String, log: Logger, options: Options, onEvent: @escaping @Sendable (LinkEvent) -> Void) {
+        self.config = config
+        self.deviceID = deviceID
+        self.log = log
+        self.options = options
+        self.onEvent = onEvent
+    }
+
+    /// Starts the link thread. Without a configured server it logs that and does nothing.
+    public func start() {
+        guard let server = config.server else {
+            log.notice("no order server configured; only local prompts will be spoken", ["hint": "set server = tcp://HOST:PORT in crier.conf"])
+            return
+        }
+        let go = shared.withLock { s -> Bool in
+            guard !s.started else { return false }
+            s.started = true
+            return true
+        }
+        guard go else { return }
+        let t = JoinableThread(name: "crier-link") { [self] in run(server) }
+        shared.withLock { $0.thread = t }
+    }
+
+    /// Stops promptly (closing the connection) and joins the thread. Idempotent.
+    public func stop() {
+        let t = shared.withLock { s -> JoinableThread? in
+            s.stopping = true
+            defer { s.thread = nil }
+            return s.thread
+        }
+        wake.wake()
+        t?.join()
+    }
+
+    /// Queues an ack; it goes out at once when connected, else after the next welcome. Any thread.
+    public func send(_ ack: Ack) {
+        shared.withLock { s in
+            s.outbox.append(ack)
+            if s.outbox.count > options.maxPendingAcks {
+                s.outbox.removeFirst(s.outbox.count - options.maxPendingAcks)
+                s.droppedAcks += 1
+            }
+        }
+        wake.wake()
+    }
+
+    public var isConnected: Bool { shared.withLock { $0.connected } }
+    /// Acks not yet handed to the socket.
+    public var pendingAcks: Int { shared.withLock { $0.outbox.count } }
+
+    private var stopping: Bool { shared.withLock { $0.stopping } }
+
+    // MARK: the link thread
+
+    private func run(_ server: ServerAddress) {
+        var backoff = options.backoff
+        var rng = SystemRandomNumberGenerator()
+        var lastProblem: String?
+        var downSince = monotonicNow()
+        let url = server.description
+        log.info("link starting", ["server": url, "device": deviceID, "heartbeat": "\(ConfigValue.fmt(config.heartbeat))s"])
+        while !stopping {
+            let end = session(server, backoff: &backoff, downSince: downSince)
+            if stopping { break }
+            let now = monotonicNow()
+            switch end {
+            case .failedToConnect(let why), .refused(let why):
+                let delay = backoff.nextDelay(using: &rng)
+                let retry = "\(fmt1(delay))s"
+                if why != lastProblem {
+                    if case .refused = end {
+                        log.error("order server refused this box", ["server": url, "error": why, "retry_in": retry,
+                                                                     "hint": "check server.token and device.id in crier.conf"])
+                    } else {
+                        log.warning("cannot reach order server", ["server": url, "error": why, "retry_in": retry,
+                                                                   "hint": "check server in crier.conf and that the order server runs"])
+                    }
+                    lastProblem = why
+                } else {
+                    log.debug("still cannot reach order server", ["server": url, "error": why, "retry_in": retry, "attempt": backoff.attempt])
+                }
+                sleep(delay)
+            case .lost(let why):
+                backoff.disconnected(now: now)
+                downSince = now
+                lastProblem = nil
+                shared.withLock { $0.connected = false }
+                onEvent(.disconnected(reason: why))
+                let delay = backoff.nextDelay(using: &rng)
+                log.warning("connection lost", ["server": url, "reason": why, "retry_in": "\(fmt1(delay))s"])
+                sleep(delay)
+            }
+        }
+        if shared.withLock({ s in defer { s.connected = false }; return s.connected }) {
+            onEvent(.disconnected(reason: "stopped"))
+        }
+        log.info("link stopped", ["server": url])
+    }
+
+    /// Waits `seconds` unless stopped; acks sent meanwhile just stay queued.
+    private func sleep(_ seconds: Double) {
+        let deadline = monotonicNow() + seconds
+        var fds = [pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0)]
+        while !stopping {
+            let left = deadline - monotonicNow()
+            if left <= 0 { return }
+            _ = poll(&fds, 1, Int32(left * 1000) + 1)
+            wake.drain()
+        }
+    }
+
+    private enum SessionEnd {
+        case failedToConnect(String)
+        case refused(String)
+        case lost(String)
+    }
+
+    private func session(_ server: ServerAddress, backoff: inout ReconnectBackoff, downSince: Double) -> SessionEnd {
+        let addrs: [SocketAddress]
+        switch SocketAddress.resolve(host: server.host, port: server.port) {
+        case .success(let a): addrs = a
+        case .failure(let e): return .failedToConnect(e.message)
+        }
+        var fd: Int32 = -1
+        var lastError = ""
+        for a in addrs {
+            switch Sock.connect(a, timeout: options.connectTimeout, wake: wake, stopping: { stopping }) {
+            case .success(let s): fd = s
+            case .failure(let e): lastError = e.message
+            }
+            if fd >= 0 || stopping { break }
+        }
+        guard fd >= 0 else { return .failedToConnect(lastError) }
+        defer { close(fd) }
+
+        var conn = Connection(fd: fd, heartbeat: LinkHeartbeat(interval: config.heartbeat, now: monotonicNow()))
+        conn.queue(.hello(Hello(device: deviceID, token: config.token)))
+        let handshakeDeadline = monotonicNow() + (options.handshakeTimeout ?? min(10, max(1, 2 * config.heartbeat)))
+        var welcomed = false
+        var unknownTypes = Set<String>()
+        var oddMessages = 0  // out-of-place messages logged, at most 10 per connection
+        var badLines = 0
+
+        while !stopping {
+            // Acks go out only after the welcome: the server has not accepted us before it.
+            if welcomed {
+                let acks = shared.withLock { s -> [Ack] in defer { s.outbox.removeAll() }; return s.outbox }
+                for a in acks { conn.queue(.ack(a)) }
+            }
+            if let err = Sock.flush(fd, &conn.out) {
+                return welcomed ? .lost("write failed: \(err)") : .failedToConnect("write failed: \(err)")
+            }
+            if conn.out.count < conn.lastOutCount { conn.heartbeat.sent(now: monotonicNow()) }
+            conn.lastOutCount = conn.out.count
+            if conn.out.count > options.maxOutput {
+                return .lost("server is not reading (\(conn.out.count) bytes unsent)")
+            }
+
+            let now = monotonicNow()
+            let deadline: Double
+            if welcomed {
+                switch conn.heartbeat.action(now: now) {
+                case .dead(let silent):
+                    return .lost("no data from server for \(fmt1(silent)) s (heartbeat \(ConfigValue.fmt(config.heartbeat)) s)")
+                case .ping:
+                    conn.queue(.ping)
+                    conn.heartbeat.sent(now: now)
+                    continue
+                case .none: break
+                }
+                deadline = conn.heartbeat.nextDeadline
+            } else {
+                if now >= handshakeDeadline {
+                    return .failedToConnect("no welcome within \(fmt1(handshakeDeadline - conn.startedAt)) s after hello")
+                }
+                deadline = handshakeDeadline
+            }
+            var fds = [
+                pollfd(fd: fd, events: Int16(POLLIN) | (conn.out.isEmpty ? 0 : Int16(POLLOUT)), revents: 0),
+                pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0),
+            ]
+            let n = poll(&fds, 2, Int32(max(0, min(deadline - now, 60)) * 1000) + 1)
+            if n < 0 && errno != EINTR { return .lost("poll failed: \(errnoText(errno))") }
+            if fds[1].revents != 0 { wake.drain() }
+            guard fds[0].revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 else { continue }
+
+            switch Sock.read(fd, into: &conn.readBuf) {
+            case .wouldBlock: continue
+            case .eof: return welcomed ? .lost("server closed the connection") : .failedToConnect("server closed the connection before welcome")
+            case .failed(let e): return welcomed ? .lost("read failed: \(e)") : .failedToConnect("read failed: \(e)")
+            case .data(let count):
+                conn.heartbeat.received(now: monotonicNow())
+                for item in conn.framer.push(conn.readBuf[0..<count]) {
+                    let line: [UInt8]
+                    switch item {
+                    case .tooLong(let size):
+                        let msg = "line longer than \(ProtocolCodec.maxLineBytes) bytes (\(size) without a newline)"
+                        log.error("bad message from server; closing the connection", ["server": server.description, "error": msg])
+                        conn.queue(.error(code: "line_too_long", message: msg))
+                        _ = Sock.flush(fd, &conn.out)
+                        return welcomed ? .lost(msg) : .failedToConnect(msg)
+                    case .line(let l): line = l
+                    }
+                    let message: ProtocolMessage
+                    switch ProtocolCodec.decode(line) {
+                    case .success(let m): message = m
+                    case .failure(let e):
+                        badLines += 1
+                        if badLines <= 10 {
+                            log.warning("bad message from server", ["server": server.description, "error": e.message,
+                                                                    "line": Self.excerpt(line), "id": e.orderID ?? "-"])
+                        } else if badLines == 11 {
+                            log.warning("more bad messages from server; not logging each", ["server": server.description])
+                        }
+                        conn.queue(.error(code: "bad_message", message: e.message))
+                        if let ack = e.rejectedAck { conn.queue(.ack(ack)) }
+                        continue
+                    }
+                    switch message {
+                    case .welcome where !welcomed:
+                        welcomed = true
+                        let t = monotonicNow()
+                        backoff.connected(now: t)
+                        shared.withLock { $0.connected = true }
+                        log.info("connected", ["server": server.description, "after": "\(fmt1(t - downSince))s"])
+                        onEvent(.connected(server.description))
+                    case .welcome:
+                        log.debug("repeated welcome ignored", [:])
+                    case .error(let code, let msg):
+                        if !welcomed {
+                            return .refused(code + (msg.isEmpty ? "" : ": \(msg)"))
+                        }
+                        log.warning("order server reported an error", ["server": server.description, "code": code, "message": msg])
+                    case .ping:
+                        conn.queue(.pong)
+                    case .pong:
+                        break
+                    case .order(let o) where welcomed:
+                        onEvent(.order(o))
+                    case .cancel(let id) where welcomed:
+                        onEvent(.cancel(id: id))
+                    case .order, .cancel:
+                        oddMessages += 1
+                        if oddMessages <= 10 {
+                            log.warning("order server sent \(message.typeName) before welcome; ignored", ["server": server.description])
+                        }
+                    case .hello, .ack:
+                        oddMessages += 1
+                        if oddMessages <= 10 {
+                            log.warning("unexpected \(message.typeName) from order server; ignored", ["server": server.description])
+                        }
+                    case .unknown(let type):
+                        // Bounded: a hostile server cannot grow this set (or the log) without limit.
+                        if unknownTypes.count < 32, unknownTypes.insert(type).inserted {
+                            log.info("ignoring messages of unknown type (newer protocol?)", ["server": server.description, "type": type])
+                        }
+                    }
+                }
+            }
+        }
+        return .lost("stopped")
+    }
+
+    private struct Connection {
+        let fd: Int32
+        var heartbeat: LinkHeartbeat
+        var framer = LineFramer()
+        var out: [UInt8] = []
+        var lastOutCount = 0
+        var readBuf = [UInt8](repeating: 0, count: 65536)
+        let startedAt = monotonicNow()
+
+        init(fd: Int32, heartbeat: LinkHeartbeat) {
+            self.fd = fd
+            self.heartbeat = heartbeat
+        }
+
+        mutating func queue(_ m: ProtocolMessage) {
+            out += ProtocolCodec.line(m)
+            lastOutCount = out.count
+        }
+    }
+
+    /// The first 120 bytes of a bad line, printable (invalid UTF-8 shown as U+FFFD).
+    static func excerpt(_ line: [UInt8]) -> String {
+        let s = String(decoding: line.prefix(120), as: UTF8.self)
+        return line.count > 120 ? s + "…" : s
+    }
+}
+
+func fmt1(_ d: Double) -> String {
+    let tenths = Int((d * 10).rounded())
+    return "\(tenths / 10).\(tenths % 10)"
+}

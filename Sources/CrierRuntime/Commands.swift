@@ -1,0 +1,133 @@
+import CrierAudio
+import CrierCore
+import CrierSpeech
+import Foundation
+
+/// Exit codes: 0 ok, 1 runtime failure, 2 usage error (the usual convention).
+public enum ExitCode {
+    public static let ok: Int32 = 0
+    public static let failure: Int32 = 1
+    public static let usage: Int32 = 2
+}
+
+/// Shared start-up for every command: logging to stderr and the config file.
+public struct CommandContext: Sendable {
+    public let hub: LogHub
+    public let loaded: ConfigLoader.Loaded
+
+    public static func make(configPath: String?, logLevel: LogLevel? = nil) -> Result<CommandContext, ConfigLoader.LoadError> {
+        let hub = LogHub(clock: WallClock.now)
+        hub.add(StderrSink())
+        do {
+            let loaded = try ConfigLoader.load(path: configPath ?? CrierConfig.defaultPath, required: configPath != nil)
+            hub.setMinimum(logLevel ?? loaded.config.log.level)
+            let log = hub.logger("config")
+            for d in loaded.diagnostics {
+                if d.severity == .error { log.error(d.description) } else { log.warning(d.description) }
+            }
+            return .success(CommandContext(hub: hub, loaded: loaded))
+        } catch {
+            return .failure(error)
+        }
+    }
+}
+
+public enum CheckConfigCommand {
+    /// Validates a file, prints its problems to stderr and the effective configuration to stdout.
+    public static func run(path: String?) -> Int32 {
+        let p = path ?? CrierConfig.defaultPath
+        do {
+            let loaded = try ConfigLoader.load(path: p, required: true)
+            for d in loaded.diagnostics {
+                FileHandle.standardError.write(Data("\(d.severity == .error ? "error" : "warning"): \(d)\n".utf8))
+            }
+            print("# effective configuration from \(p)")
+            print(loaded.config.rendered(), terminator: "")
+            if !loaded.errors.isEmpty {
+                FileHandle.standardError.write(Data("\(p): \(loaded.errors.count) error(s); the box would use the defaults shown for those keys\n".utf8))
+                return ExitCode.failure
+            }
+            return ExitCode.ok
+        } catch {
+            FileHandle.standardError.write(Data("crier check-config: \(error)\n".utf8))
+            return ExitCode.failure
+        }
+    }
+}
+
+public struct SayOptions: Sendable {
+    public var configPath: String?
+    public var lang: Lang?
+    public var output: String?
+    public var printOnly = false
+    public var phonemes = false
+    public var text: String
+    public init(text: String) { self.text = text }
+}
+
+public enum SayCommand {
+    public static func run(_ o: SayOptions) async -> Int32 {
+        let ctx: CommandContext
+        switch CommandContext.make(configPath: o.configPath) {
+        case .success(let c): ctx = c
+        case .failure(let e):
+            FileHandle.standardError.write(Data("crier say: \(e)\n".utf8))
+            return ExitCode.failure
+        }
+        let config = ctx.loaded.config
+        let speech = SpeechEngine(dataPath: config.speech.dataPath, log: ctx.hub.logger("speech"))
+        defer { speech.stop() }
+        let pipeline = SpeechPipeline(config: config, speech: speech, log: ctx.hub.logger("speech"))
+        let u = pipeline.words(.text(o.text), lang: o.lang)
+        if o.printOnly {
+            print(u.text)
+            return ExitCode.ok
+        }
+        if o.phonemes {
+            print(await pipeline.phonemes(u))
+            return ExitCode.ok
+        }
+        let log = ctx.hub.logger("say")
+        if let output = o.output {
+            let format = AudioFormat(rate: config.audio.rate, channels: config.audio.channels)
+            do {
+                let clip = try await pipeline.clip(u, rate: format.rate)
+                let samples = OfflineRender.render([clip], format: format, audio: config.audio)
+                try Data(WAV.encode(rate: format.rate, channels: format.channels, samples: samples)).write(to: URL(fileURLWithPath: output))
+                log.info("wrote", ["file": output, "seconds": String(format: "%.2f", Double(samples.count / format.channels) / Double(format.rate))])
+                return ExitCode.ok
+            } catch {
+                log.error("\(error)")
+                return ExitCode.failure
+            }
+        }
+        let engine = AudioEngine(config: AudioEngineConfig(config.audio), log: ctx.hub.logger("audio"))
+        engine.start()
+        defer { engine.stop() }
+        do {
+            let clip = try await pipeline.clip(u, rate: config.audio.rate)
+            let outcome = await engine.playAndWait(clip)
+            return outcome == .played ? ExitCode.ok : ExitCode.failure
+        } catch {
+            log.error("\(error)")
+            return ExitCode.failure
+        }
+    }
+}
+
+/// Renders clips through the same mixer the engine uses, without a device: the exact samples
+/// `crier say --output` writes.
+public enum OfflineRender {
+    public static func render(_ clips: [Clip], format: AudioFormat, audio: AudioConfig, gain: Double = 1) -> [Int16] {
+        var mixer = Mixer(format: format, fadeMs: audio.fadeMs, headroomDb: audio.headroomDb, gain: gain)
+        for (i, c) in clips.enumerated() { mixer.add(id: UInt64(i + 1), clip: c) }
+        var out: [Int16] = []
+        let block = format.frames(ms: Double(audio.periodMs))
+        var buf = [Int16](repeating: 0, count: block * format.channels)
+        while !mixer.isIdle {
+            _ = buf.withUnsafeMutableBufferPointer { mixer.render(into: $0, frames: block) }
+            out += buf
+        }
+        return out
+    }
+}

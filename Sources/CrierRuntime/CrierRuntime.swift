@@ -1,2 +1,0 @@
-// CrierRuntime: see docs/architecture.md for what lives here.
-import CrierCore

@@ -1,0 +1,354 @@
+import CrierAudio
+import CrierCore
+import CrierGPIO
+import CrierLink
+import CrierSpeech
+import Foundation
+
+/// `crier run`: the audio engine, speech, the order link, the alert queue, buttons and status
+/// prompts in one process. This actor owns the queue (so a component restart never loses an
+/// order) and the one speaker loop that decides what is said next.
+public actor Daemon {
+    public let config: CrierConfig
+    let hub: LogHub
+    let log: Logger
+    let alertLog: Logger
+    public let engine: AudioEngine
+    let pipeline: SpeechPipeline
+    var link: OrderLink?
+    var buttons: ButtonService?
+    var buttonTask: Task<Void, Never>?
+
+    var queue: AlertQueue
+    /// Spoken feedback: button prompts first, then status prompts. Never ahead of an order.
+    var buttonPrompts: [Templates.Name] = []
+    var statusPrompts: [Templates.Name] = []
+    /// The alert being said and its clip, for cancel.
+    var current: (alert: Alert, clip: UInt64)?
+    /// The prompt being said: an arriving order cuts it short (prompts never delay an order).
+    var currentPrompt: UInt64?
+    var gains = OutputGain(prompts: 1, alerts: 1, holdAlerts: false)
+    /// `audio.mixer`: the volume goes to this ALSA element instead of the software gain.
+    var hardwareVolume: HardwareVolume?
+    var hardwareVolumeError: String?
+
+    var linkUp = false
+    var linkDownSince: Double?
+    var nextLinkDownPrompt: Double?
+
+    var stopping = false
+    var waiter: CheckedContinuation<Void, Never>?
+    var poked = false
+    var speakerDone: CheckedContinuation<Void, Never>?
+    var speakerFinished = false
+    let started = Monotonic.now()
+
+    public init(config: CrierConfig, hub: LogHub) {
+        self.config = config
+        self.hub = hub
+        log = hub.logger("runtime")
+        alertLog = hub.logger("alert")
+        engine = AudioEngine(config: AudioEngineConfig(config.audio), log: hub.logger("audio"))
+        let speech = SpeechEngine(dataPath: config.speech.dataPath, log: hub.logger("speech"))
+        pipeline = SpeechPipeline(config: config, speech: speech, log: hub.logger("speech"))
+        queue = AlertQueue(config: config.alerts, defaultLang: config.speech.lang)
+    }
+
+    static func now() -> Double { Monotonic.now() }
+
+    // MARK: lifecycle
+
+    /// Starts every part; returns once the box is up (the audio device open or being retried).
+    public func start() async {
+        engine.start()
+        if config.status.onStart { statusPrompts.append(.started) }
+        if let server = config.link.server {
+            let (stream, cont) = AsyncStream.makeStream(of: LinkEvent.self)
+            let l = OrderLink(config: config.link, deviceID: config.deviceID, log: hub.logger("link")) { cont.yield($0) }
+            link = l
+            linkDownSince = Self.now()
+            nextLinkDownPrompt = Self.now() + config.status.linkDownAfter
+            Task { for await e in stream { self.handle(e) } }
+            l.start()
+            log.info("order link starting", ["server": server.description, "device": config.deviceID])
+        } else {
+            log.warning("no order server configured; set `server = tcp://HOST:PORT` in crier.conf to receive orders")
+        }
+        startButtons()
+        Task { await self.speakerLoop() }
+        log.info("ready", ["version": CrierVersion.string, "device": config.audio.device,
+                           "server": config.link.server?.description ?? "none"])
+    }
+
+    /// SIGTERM: stop taking orders, let the current alert finish (at most `grace` seconds) and
+    /// send its ack, then close the device.
+    public func shutdown(grace: Double = 5) async {
+        guard !stopping else { return }
+        stopping = true
+        log.info("stopping", ["current": current.map { $0.alert.orderIDs.joined(separator: ",") } ?? "none"])
+        poke()
+        if !speakerFinished {
+            let deadline = Task {
+                try? await Task.sleep(for: .seconds(grace))
+                self.abandonCurrent()
+            }
+            await withCheckedContinuation { speakerDone = $0 }
+            deadline.cancel()
+        }
+        buttonTask?.cancel()
+        _ = await buttonTask?.value
+        link?.stop()  // flushes what it can of the acks already sent
+        engine.stop()
+        log.info("stopped")
+    }
+
+    func abandonCurrent() {
+        if let c = current {
+            log.warning("current alert still playing at the end of the grace period; cutting it", ["ids": c.alert.orderIDs.joined(separator: ",")])
+            engine.stop(id: c.clip)
+        }
+    }
+
+    // MARK: events
+
+    func handle(_ e: LinkEvent) {
+        let now = Self.now()
+        switch e {
+        case .connected:
+            linkUp = true
+            linkDownSince = nil
+            nextLinkDownPrompt = nil
+            statusPrompts.removeAll { $0 == .linkDown }
+            if config.status.onLinkUp { statusPrompts.append(.linkUp) }
+        case .disconnected:
+            linkUp = false
+            linkDownSince = now
+            nextLinkDownPrompt = now + config.status.linkDownAfter
+        case .order(let o):
+            guard !stopping else { return }  // unacked: the server redelivers after restart
+            let admission = queue.add(o, now: now)
+            switch admission {
+            case .queued:
+                alertLog.info("queued", ["id": o.id, "kind": o.kind.name, "waiting": queue.waitingCount])
+                if let p = currentPrompt, !gains.holdAlerts { engine.stop(id: p) }
+            case .alreadyQueued:
+                alertLog.info("duplicate ignored (already queued or playing)", ["id": o.id])
+            case .alreadyDone(let ack):
+                alertLog.info("redelivered order already handled; acking again", ["id": o.id, "status": ack.status.rawValue])
+            case .rejected(let ack):
+                alertLog.warning("order rejected", ["id": o.id, "reason": ack.reason ?? ""])
+            }
+            if let ack = admission.ack { link?.send(ack) }
+        case .cancel(let id):
+            let c = queue.cancel(id: id, now: now)
+            alertLog.info("cancelled by server", ["id": id, "was_playing": c.wasPlaying, "stopped_repeats": c.stoppedRepeats])
+            link?.send(c.ack)
+            if c.wasPlaying, let cur = current, cur.alert.orderIDs == [id] { engine.stop(id: cur.clip) }
+        }
+        poke()
+    }
+
+    // MARK: the speaker loop
+
+    func poke() {
+        if let w = waiter {
+            waiter = nil
+            w.resume()
+        } else {
+            poked = true
+        }
+    }
+
+    func sleep(until deadline: Double?) async {
+        if poked { poked = false; return }
+        var timer: Task<Void, Never>?
+        if let d = deadline {
+            let wait = max(0, d - Self.now())
+            timer = Task {
+                try? await Task.sleep(for: .milliseconds(Int((wait * 1000).rounded(.up))))
+                self.poke()
+            }
+        }
+        await withCheckedContinuation { waiter = $0 }
+        timer?.cancel()
+    }
+
+    func speakerLoop() async {
+        while true {
+            let now = Self.now()
+            if stopping { break }
+            if let due = nextLinkDownPrompt, now >= due, !linkUp, config.status.onLinkDown {
+                if !statusPrompts.contains(.linkDown) { statusPrompts.append(.linkDown) }
+                nextLinkDownPrompt = now + config.status.linkDownRepeat
+                log.warning("order server unreachable", ["for": String(format: "%.0fs", now - (linkDownSince ?? now))])
+            }
+            for ack in queue.expire(now: now) { send(ack, note: "expired before it could be said") }
+            let held = gains.holdAlerts
+            var alert: Alert?
+            if !held {
+                let n = queue.next(now: now)
+                for ack in n.expired { send(ack, note: "expired before it could be said") }
+                alert = n.alert
+            }
+            if let alert {
+                await say(alert)
+            } else if !buttonPrompts.isEmpty {
+                await sayPrompt(buttonPrompts.removeFirst())
+            } else if !statusPrompts.isEmpty {
+                await sayPrompt(statusPrompts.removeFirst())
+            } else {
+                var wake = held ? nil : queue.nextWakeup(now: now)
+                if let p = nextLinkDownPrompt, config.status.onLinkDown { wake = min(wake ?? p, p) }
+                await sleep(until: wake)
+            }
+        }
+        speakerFinished = true
+        speakerDone?.resume()
+        speakerDone = nil
+    }
+
+    func send(_ ack: Ack, note: String? = nil) {
+        link?.send(ack)
+        if ack.status != .spoken {
+            alertLog.info(note ?? "acked", ["id": ack.id, "status": ack.status.rawValue])
+        }
+    }
+
+    func say(_ alert: Alert) async {
+        let u = pipeline.words(alert.content, lang: alert.lang, overrideText: alert.overrideText)
+        let t0 = Self.now()
+        let clip: Clip
+        do {
+            clip = try await pipeline.clip(u, rate: engine.config.format.rate)
+        } catch {
+            alertLog.error("could not synthesize; rejecting", ["ids": alert.orderIDs.joined(separator: ","), "error": error.description])
+            for ack in queue.finished(alert, now: Self.now()) where alert.occasion == .first {
+                send(Ack(id: ack.id, status: .rejected, reason: "speech_failed", message: error.description))
+            }
+            return
+        }
+        let synthMs = (Self.now() - t0) * 1000
+        let id = engine.play(clip, gain: 1) { outcome in Task { await self.clipDone(outcome) } }
+        alertLog.info("saying", ["ids": alert.orderIDs.joined(separator: ","), "seconds": String(format: "%.1f", Double(clip.samples.count) / Double(engine.config.format.rate)),
+                                 "synth_ms": String(format: "%.1f", synthMs)])
+        current = (alert, id)
+        let outcome = await waitClip()
+        current = nil
+        switch outcome {
+        case .played, .stopped:
+            let acks = queue.finished(alert, now: Self.now())
+            for ack in acks { send(ack) }
+            if alert.occasion == .first {
+                for oid in alert.orderIDs {
+                    alertLog.info("spoken", ["id": oid, "text": u.text])
+                }
+            } else {
+                alertLog.info("said again", ["ids": alert.orderIDs.joined(separator: ","), "occasion": alert.description])
+            }
+        case .shutdown:
+            queue.interrupted(alert, now: Self.now())
+        }
+    }
+
+    var clipWaiter: CheckedContinuation<ClipOutcome, Never>?
+    var clipOutcome: ClipOutcome?
+
+    func clipDone(_ o: ClipOutcome) {
+        if let w = clipWaiter { clipWaiter = nil; w.resume(returning: o) } else { clipOutcome = o }
+    }
+
+    func waitClip() async -> ClipOutcome {
+        if let o = clipOutcome { clipOutcome = nil; return o }
+        return await withCheckedContinuation { clipWaiter = $0 }
+    }
+
+    func sayPrompt(_ name: Templates.Name) async {
+        let u = pipeline.words(.prompt(name), lang: config.speech.lang)
+        guard let clip = try? await pipeline.clip(u, rate: engine.config.format.rate) else { return }
+        let gain = gains.alerts > 0 ? gains.prompts / gains.alerts : 0
+        guard gain > 0 else { return }  // muted: prompts are silent
+        currentPrompt = engine.play(clip, gain: gain) { outcome in Task { await self.clipDone(outcome) } }
+        let outcome = await waitClip()
+        currentPrompt = nil
+        log.info(outcome == .played ? "said" : "prompt cut short", ["prompt": name.rawValue, "text": u.text])
+    }
+
+    // MARK: buttons
+
+    func startButtons() {
+        let hooks = ButtonService.Hooks(
+            historyCount: { await self.historyCount() },
+            perform: { await self.perform($0) })
+        let service = ButtonService(config: config.buttons, log: hub.logger("buttons"), hooks: hooks, wall: WallClock.now)
+        buttons = service
+        buttonTask = Task { await service.run() }
+    }
+
+    func historyCount() -> Int { queue.history.count }
+
+    func perform(_ effect: ControlEffect) {
+        switch effect {
+        case .click:
+            let gain = gains.alerts > 0 ? gains.prompts / gains.alerts : 0
+            if gain > 0 { engine.play(Tone.beep(format: engine.config.format, hz: 1200, ms: 35, level: 0.3), gain: gain) }
+        case .say(let name):
+            buttonPrompts.append(name)
+        case .setGain(let g):
+            let wasHeld = gains.holdAlerts
+            gains = g
+            applyVolume(g.alerts)
+            if wasHeld && !g.holdAlerts { log.info("mute ended; saying held alerts", ["waiting": queue.waitingCount]) }
+        case .replay(let back):
+            if queue.replay(stepsBack: back) == nil { buttonPrompts.append(.noOrders) }
+        case .acknowledge:
+            let ids = queue.acknowledge(now: Self.now())
+            log.info("acknowledged", ["ids": ids.isEmpty ? "none" : ids.joined(separator: ",")])
+            if let cur = current, case .repetition = cur.alert.occasion { engine.stop(id: cur.clip) }
+        case .persist:
+            break  // the button service writes its own state file
+        }
+        poke()
+    }
+
+    /// Puts the volume on the configured mixer element, or on the engine's software gain when
+    /// there is none (or it cannot be opened: logged once, retried on the next change).
+    func applyVolume(_ gain: Double) {
+        if !config.audio.mixer.isEmpty && hardwareVolume == nil {
+            let card = HardwareVolume.card(forDevice: config.audio.device)
+            do throws(HardwareVolume.Failure) {
+                hardwareVolume = try HardwareVolume(card: card, element: config.audio.mixer)
+                log.info("volume on mixer element", ["card": card, "element": config.audio.mixer])
+                hardwareVolumeError = nil
+            } catch {
+                if hardwareVolumeError != error.message {
+                    log.error("\(error.message); using software volume until it appears")
+                    hardwareVolumeError = error.message
+                }
+            }
+        }
+        if let hw = hardwareVolume {
+            hw.set(gain: gain)
+            engine.setGain(1)
+        } else {
+            engine.setGain(gain)
+        }
+    }
+
+    // MARK: status
+
+    public struct Snapshot: Sendable {
+        public var linkUp: Bool
+        public var waiting: Int
+        public var current: String?
+        public var history: [String]
+        public var uptime: Double
+        public var audio: AudioStats
+        public var gains: OutputGain
+    }
+
+    public func snapshot() -> Snapshot {
+        Snapshot(linkUp: linkUp, waiting: queue.waitingCount, current: current?.alert.description,
+                 history: queue.history.suffix(10).map(\.description), uptime: Self.now() - started,
+                 audio: engine.stats, gains: gains)
+    }
+}

@@ -1,2 +1,0 @@
-// CrierSpeech: see docs/architecture.md for what lives here.
-import CrierCore

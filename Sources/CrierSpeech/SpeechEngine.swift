@@ -1,0 +1,240 @@
+import CEspeakNG
+import CrierCore
+import Foundation
+import Synchronization
+
+/// Why text could not be turned into sound.
+public enum SpeechError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// espeak-ng could not start (data directory missing or unreadable).
+    case initFailed(path: String)
+    /// Synthesis ran past its deadline and was cut off.
+    case deadlineExceeded(seconds: Double, text: String)
+    case synthFailed(code: Int32)
+    case shutDown
+
+    public var description: String {
+        switch self {
+        case .initFailed(let p):
+            "espeak-ng could not start (data directory \(p.isEmpty ? "system default" : "'\(p)'") has no espeak-ng-data/phontab); install espeak-ng-data or fix speech.data_path in crier.conf"
+        case .deadlineExceeded(let s, let t):
+            "speech synthesis took longer than \(ConfigValue.fmt(s)) s and was cut off (text starts \"\(t.prefix(40))\")"
+        case .synthFailed(let c): "espeak-ng failed with error \(c)"
+        case .shutDown: "the speech engine has stopped"
+        }
+    }
+}
+
+/// Mono S16 samples straight from the synthesizer.
+public struct SpeechAudio: Sendable {
+    public var rate: Int
+    public var samples: [Int16]
+    public var floats: [Float] { samples.map { Float($0) / 32768 } }
+}
+
+/// The only place espeak-ng is called. The library keeps global state and crashes when used
+/// from two threads (DESIGN.md), so every call in the process runs on one dedicated thread, in
+/// order; `SpeechEngine` values are handles onto it. The thread lives as long as the process:
+/// `espeak_Terminate` can deadlock on the library's own helper thread, and there is nothing to
+/// gain from tearing the library down before exit.
+public final class SpeechEngine: Sendable {
+    public let dataPath: String
+    let log: Logger
+    /// Longest one synthesis may run before it is aborted (a runaway input must not stall alerts).
+    public let deadline: Double
+    private let stopped = Atomic<Bool>(false)
+
+    public init(dataPath: String = "", deadline: Double = 5, log: Logger) {
+        self.dataPath = dataPath
+        self.deadline = deadline
+        self.log = log
+    }
+
+    public var lastProgress: Double { EspeakThread.shared.lastProgress }
+
+    /// Refuses further work from this handle. Work already queued still completes.
+    public func stop() { stopped.store(true, ordering: .relaxed) }
+
+    public func synthesize(_ u: Utterance, voice: VoiceConfig) async throws(SpeechError) -> SpeechAudio {
+        if stopped.load(ordering: .relaxed) { throw .shutDown }
+        let r = await withCheckedContinuation { (c: CheckedContinuation<Result<SpeechAudio, SpeechError>, Never>) in
+            EspeakThread.shared.submit(.synth(u, voice, EspeakThread.Settings(dataPath: dataPath, deadline: deadline, log: log), c))
+        }
+        return try r.get()
+    }
+
+    /// espeak-ng's phoneme transcription of what would be said (as `espeak-ng -x`), for tests
+    /// and `crier say --phonemes`.
+    public func phonemes(_ u: Utterance, voice: VoiceConfig) async -> String {
+        if stopped.load(ordering: .relaxed) { return "" }
+        return await withCheckedContinuation { (c: CheckedContinuation<String, Never>) in
+            EspeakThread.shared.submit(.phonemes(u, voice, EspeakThread.Settings(dataPath: dataPath, deadline: deadline, log: log), c))
+        }
+    }
+}
+
+/// The process's one espeak-ng thread.
+final class EspeakThread: Sendable {
+    static let shared = EspeakThread()
+
+    struct Settings: Sendable {
+        var dataPath: String
+        var deadline: Double
+        var log: Logger
+    }
+
+    enum Job: Sendable {
+        case synth(Utterance, VoiceConfig, Settings, CheckedContinuation<Result<SpeechAudio, SpeechError>, Never>)
+        case phonemes(Utterance, VoiceConfig, Settings, CheckedContinuation<String, Never>)
+    }
+
+    private let queue = Mutex<[Job]>([])
+    private let signal = DispatchSemaphore(value: 0)
+    private let progressNs = Atomic<Int64>(0)
+
+    private init() {
+        let t = Thread { [self] in
+            var worker = Worker(owner: self)
+            worker.run()
+        }
+        t.name = "crier-speech"
+        t.start()
+    }
+
+    var lastProgress: Double { Double(progressNs.load(ordering: .relaxed)) / 1e9 }
+
+    func submit(_ job: Job) {
+        queue.withLock { $0.append(job) }
+        signal.signal()
+    }
+
+    /// Collects one synthesis; reached from the C callback through espeak's user_data.
+    final class Collector {
+        var samples: [Int16] = []
+        let deadline: Double
+        var aborted = false
+        init(deadline: Double) { self.deadline = deadline }
+    }
+
+    private struct Worker {
+        let owner: EspeakThread
+        var rate = 0
+        /// The data path the library was last initialized with (nil: never).
+        var initializedPath: String?
+        var currentVoice: String?
+        var currentParams: (Int, Int, Int)?
+        var failedVoices: Set<String> = []
+
+        mutating func run() {
+            while true {
+                owner.signal.wait()
+                guard let job = owner.queue.withLock({ q in q.isEmpty ? nil : q.removeFirst() }) else { continue }
+                owner.progressNs.store(Int64(Monotonic.now() * 1e9), ordering: .relaxed)
+                switch job {
+                case .synth(let u, let v, let s, let c):
+                    c.resume(returning: synth(u, v, s))
+                case .phonemes(let u, let v, let s, let c):
+                    c.resume(returning: phonemes(u, v, s))
+                }
+            }
+        }
+
+        /// Initializes (or re-initializes for another data path) the library.
+        mutating func ready(_ s: Settings) -> Bool {
+            if initializedPath == s.dataPath { return rate > 0 }
+            // espeak-ng quietly falls back to its built-in path when the one given is wrong;
+            // a configured path that does not hold the data is a mistake worth reporting.
+            if !s.dataPath.isEmpty && access(s.dataPath + "/espeak-ng-data/phontab", R_OK) != 0 {
+                s.log.error(SpeechError.initFailed(path: s.dataPath).description)
+                return false
+            }
+            rate = Int(espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 200, s.dataPath.isEmpty ? nil : s.dataPath,
+                                         Int32(espeakINITIALIZE_DONT_EXIT)))
+            initializedPath = s.dataPath
+            currentVoice = nil
+            currentParams = nil
+            if rate > 0 {
+                espeak_SetSynthCallback { wav, count, events in
+                    guard let events, let ctx = events.pointee.user_data else { return 0 }
+                    let c = Unmanaged<Collector>.fromOpaque(ctx).takeUnretainedValue()
+                    if let wav, count > 0 { c.samples.append(contentsOf: UnsafeBufferPointer(start: wav, count: Int(count))) }
+                    if Monotonic.now() > c.deadline {
+                        c.aborted = true
+                        return 1  // abort this synthesis
+                    }
+                    return 0
+                }
+                s.log.debug("espeak-ng ready", ["rate": rate])
+            } else {
+                s.log.error(SpeechError.initFailed(path: s.dataPath).description)
+            }
+            return rate > 0
+        }
+
+        mutating func select(_ v: VoiceConfig, lang: Lang, log: Logger) {
+            var name = v.voice
+            if failedVoices.contains(name) { name = SpeechConfig().voices[lang]!.voice }
+            if currentVoice != name {
+                let r = espeak_SetVoiceByName(name)
+                if r != EE_OK {
+                    let fallback = SpeechConfig().voices[lang]!.voice
+                    log.error("espeak-ng voice '\(name)' not found; using '\(fallback)'; check speech.\(lang.rawValue).voice in crier.conf (`espeak-ng --voices` lists them)")
+                    failedVoices.insert(name)
+                    name = fallback
+                    _ = espeak_SetVoiceByName(fallback)
+                }
+                currentVoice = name
+                currentParams = nil
+            }
+            // Parameters persist across voice changes in espeak-ng: set them whenever they differ.
+            if currentParams == nil || currentParams! != (v.rate, v.pitch, v.volume) {
+                espeak_SetParameter(espeakRATE, Int32(v.rate), 0)
+                espeak_SetParameter(espeakPITCH, Int32(v.pitch), 0)
+                espeak_SetParameter(espeakVOLUME, Int32(v.volume), 0)
+                currentParams = (v.rate, v.pitch, v.volume)
+            }
+        }
+
+        mutating func synth(_ u: Utterance, _ v: VoiceConfig, _ s: Settings) -> Result<SpeechAudio, SpeechError> {
+            guard ready(s) else { return .failure(.initFailed(path: s.dataPath)) }
+            select(v, lang: u.lang, log: s.log)
+            let collector = Collector(deadline: Monotonic.now() + s.deadline)
+            let ctx = Unmanaged.passUnretained(collector).toOpaque()
+            // No espeakSSML and no espeakPHONEMES: text from outside must not switch voices,
+            // read files or inject phoneme codes.
+            let flags = UInt32(espeakCHARS_UTF8 | espeakENDPAUSE)
+            let r = withExtendedLifetime(collector) {
+                u.text.withCString { p in
+                    espeak_Synth(p, strlen(p) + 1, 0, POS_CHARACTER, 0, flags, nil, ctx)
+                }
+            }
+            if collector.aborted { return .failure(.deadlineExceeded(seconds: s.deadline, text: u.text)) }
+            guard r == EE_OK else { return .failure(.synthFailed(code: r.rawValue)) }
+            return .success(SpeechAudio(rate: rate, samples: collector.samples))
+        }
+
+        mutating func phonemes(_ u: Utterance, _ v: VoiceConfig, _ s: Settings) -> String {
+            guard ready(s) else { return "" }
+            select(v, lang: u.lang, log: s.log)
+            var out: [String] = []
+            u.text.withCString { base in
+                var ptr: UnsafeRawPointer? = UnsafeRawPointer(base)
+                while let p = ptr {
+                    var cur: UnsafeRawPointer? = p
+                    guard let ph = espeak_TextToPhonemes(&cur, espeakCHARS_UTF8, 0) else { break }
+                    out.append(String(cString: ph))
+                    if cur == p { break }
+                    ptr = cur
+                }
+            }
+            return out.joined(separator: " ")
+        }
+    }
+}
+
+enum Monotonic {
+    static func now() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+}

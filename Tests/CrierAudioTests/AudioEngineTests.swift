@@ -1,0 +1,158 @@
+import CrierCore
+import Foundation
+import Testing
+@testable import CrierAudio
+
+/// The engine against ALSA's own `file` plugin (system alsa.conf: `file:'PATH',wav` writes every
+/// frame to PATH and discards it): no sound card needed, and the test reads back exactly what was
+/// written to ALSA.
+@Suite struct AudioEngineTests {
+    let rate = 48000
+
+    func tempDir() -> String {
+        let d = NSTemporaryDirectory() + "crier-audio-\(UUID().uuidString)"
+        try! FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
+        return d
+    }
+
+    func engine(_ device: String, log: MemoryLogSink, periodMs: Int = 20) -> AudioEngine {
+        var a = AudioConfig()
+        a.device = device
+        a.periodMs = periodMs
+        var c = AudioEngineConfig(a)
+        c.retryMin = 0.05
+        c.retryMax = 0.2
+        let hub = LogHub(clock: { WallTime(unixMillis: 0) })
+        hub.add(log)
+        return AudioEngine(config: c, log: hub.logger("audio"))
+    }
+
+    /// Waits on the engine's own progress (not a fixed sleep) until `frames` have been written.
+    func waitWritten(_ e: AudioEngine, atLeast frames: UInt64, timeout: Double = 5) async {
+        let start = Date()
+        while e.stats.framesWritten < frames && Date().timeIntervalSince(start) < timeout {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    func tone(ms: Double, level: Double = 0.5) -> Clip {
+        Tone.beep(format: AudioFormat(rate: rate, channels: 2), hz: 440, ms: ms, level: level)
+    }
+
+    @Test func keepsSilenceFlowingAndMixesAClipInWithCleanEdges() async throws {
+        let dir = tempDir()
+        let wav = dir + "/out.wav"
+        let log = MemoryLogSink()
+        let e = engine("file:'\(wav)',wav", log: log)
+        e.start()
+        await waitWritten(e, atLeast: UInt64(rate) / 4)  // 250 ms of keep-alive silence first
+        let outcome = await e.playAndWait(tone(ms: 300))
+        #expect(outcome == .played)
+        let afterClip = e.stats.framesWritten
+        await waitWritten(e, atLeast: afterClip + UInt64(rate) / 5)
+        e.stop()
+
+        let d = try WAV.decode(Array(FileManager.default.contents(atPath: wav)!))
+        #expect(d.rate == rate && d.channels == 2)
+        let x = d.channel(0)
+        let first = try #require(Signal.firstLoud(x, threshold: 0.01))
+        let last = try #require(Signal.lastLoud(x, threshold: 0.01))
+        #expect(first >= rate / 4 - 1000, "leading silence: first loud sample at \(first)")
+        #expect(Double(last - first) / Double(rate) > 0.28 && Double(last - first) / Double(rate) < 0.31)
+        #expect(x.count - last > rate / 10, "trailing silence after the clip")
+        #expect(Signal.peak(x[...]) < 0.5 * 0.71 + 0.01, "headroom applied")
+        // 5 ms fades: no step at the edges bigger than a 440 Hz sine at this level can make.
+        let maxStep = Signal.maxStep(x, in: max(0, first - 50)..<(last + 50))
+        #expect(maxStep < 0.03, "max step \(maxStep)")
+        #expect(e.stats.clamped == 0)
+        #expect(log.lines.contains { $0.contains("INFO audio: opened device=file:") && $0.contains("type=FILE") })
+        #expect(log.lines.last?.contains("INFO audio: closed") == true)
+    }
+
+    @Test func speechDoesNotWaitForTheIdlePeriod() async throws {
+        let wav = tempDir() + "/out.wav"
+        // A long idle period (200 ms): a clip must still start at once, not when the period ends.
+        var a = AudioConfig()
+        a.device = "file:'\(wav)',wav"
+        var c = AudioEngineConfig(a)
+        c.periodMs = 200
+        c.bufferMs = 800
+        let e = AudioEngine(config: c, log: LogHub(clock: { WallTime(unixMillis: 0) }).logger("audio"))
+        e.start()
+        var latencies: [Double] = []
+        for _ in 0..<5 {
+            _ = await e.playAndWait(tone(ms: 30))
+            latencies.append(e.stats.lastStartLatency)
+        }
+        e.stop()
+        latencies.sort()
+        // Waiting out the period would put the median near 100 ms.
+        #expect(latencies[2] < 0.025, "play() → first frame written: \(latencies.map { Int($0 * 1000) }) ms")
+    }
+
+    @Test func missingDeviceIsRetriedAndQueuedSpeechLandsWhenItAppears() async throws {
+        let dir = tempDir() + "/later"  // does not exist yet: the file PCM cannot open
+        let wav = dir + "/out.wav"
+        let log = MemoryLogSink()
+        let e = engine("file:'\(wav)',wav", log: log)
+        e.start()
+        let played = Task { await e.playAndWait(tone(ms: 200)) }
+        // Wait for the failure to be logged, then let the device "appear".
+        let t0 = Date()
+        while !log.lines.contains(where: { $0.contains("WARN audio:") }) && Date().timeIntervalSince(t0) < 5 {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        #expect(await played.value == .played)
+        while !log.lines.contains(where: { $0.contains("INFO audio: opened") }) && Date().timeIntervalSince(t0) < 5 {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        e.stop()
+        let warnings = log.lines.filter { $0.contains("WARN audio:") }
+        #expect(warnings.count == 1, "logged once per state change, not per retry: \(log.lines)")
+        #expect(warnings.first?.contains("retrying") == true)
+        #expect(log.lines.contains { $0.contains("INFO audio: opened") && $0.contains("after=") })
+        let x = try WAV.decode(Array(FileManager.default.contents(atPath: wav)!)).channel(0)
+        #expect(Signal.firstLoud(x, threshold: 0.01) != nil, "the speech queued while the device was missing was played")
+    }
+
+    @Test func unknownDeviceGivesAnActionableError() async throws {
+        let log = MemoryLogSink()
+        let e = engine("nosuchcard_xyz", log: log)
+        e.start()
+        let t0 = Date()
+        while log.lines.isEmpty && Date().timeIntervalSince(t0) < 5 { try? await Task.sleep(for: .milliseconds(5)) }
+        e.stop()
+        let line = try #require(log.lines.first)
+        #expect(line.contains("audio device 'nosuchcard_xyz' not found"))
+        #expect(line.contains("check audio.device in crier.conf"))
+        #expect(e.stats.deviceOpen == false)
+    }
+
+    @Test func stopEndsUnplayedClipsWithShutdown() async throws {
+        let e = engine("nosuchcard_xyz", log: MemoryLogSink())
+        e.start()
+        let t = Task { await e.playAndWait(tone(ms: 100)) }
+        try await Task.sleep(for: .milliseconds(50))
+        e.stop()
+        #expect(await t.value == .shutdown)
+    }
+
+    @Test func gainChangeLowersLevel() async throws {
+        let wav = tempDir() + "/g.wav"
+        let e = engine("file:'\(wav)',wav", log: MemoryLogSink())
+        e.start()
+        _ = await e.playAndWait(tone(ms: 200))
+        e.setGain(0.5)
+        _ = await e.playAndWait(tone(ms: 200))
+        e.stop()
+        let x = try WAV.decode(Array(FileManager.default.contents(atPath: wav)!)).channel(0)
+        let loud = x.indices.filter { abs(x[$0]) > 0.01 }
+        let firstHalf = Array(loud.prefix(while: { $0 < loud.first! + rate / 5 }))
+        let secondStart = try #require(loud.first(where: { $0 > firstHalf.last! + 100 }))
+        let a = Signal.peak(x[firstHalf.first!..<firstHalf.last!])
+        // Skip the first 30 ms: the gain ramps (never steps) to its new value.
+        let b = Signal.peak(x[(secondStart + rate * 3 / 100)..<min(x.count, secondStart + rate / 6)])
+        #expect(abs(Double(b / a) - 0.5) < 0.02, "second clip at half gain: \(a) → \(b)")
+    }
+}

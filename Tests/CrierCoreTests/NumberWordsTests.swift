@@ -1,0 +1,70 @@
+import Testing
+@testable import CrierCore
+
+@Suite struct NumberWordsTests {
+    @Test(arguments: [
+        ("0", "零"), ("2", "二"), ("10", "十"), ("11", "十一"), ("15", "十五"), ("20", "二十"), ("42", "四十二"),
+        ("99", "九十九"), ("100", "一百"), ("101", "一百零一"), ("110", "一百一十"), ("115", "一百一十五"),
+        ("1000", "一千"), ("1001", "一千零一"), ("1010", "一千零一十"), ("1234", "一千二百三十四"),
+        ("10000", "一万"), ("10010", "一万零一十"), ("10500", "一万零五百"), ("100015", "十万零一十五"),
+        ("123456", "十二万三千四百五十六"), ("100000000", "一亿"), ("100000001", "一亿零一"),
+        ("100.50", "一百点五"), ("0.05", "零点零五"), ("3.14", "三点一四"), ("12.00", "十二"),
+        ("007", "零零七"), ("1234567890123", "一二三四五六七八九零一二三"),
+    ])
+    func chinese(_ digits: String, _ expected: String) {
+        #expect(NumberWords.words(digits, lang: .zh) == expected)
+    }
+
+    @Test(arguments: [
+        ("0", "zero"), ("7", "seven"), ("13", "thirteen"), ("42", "forty-two"), ("100", "one hundred"),
+        ("101", "one hundred one"), ("999", "nine hundred ninety-nine"), ("1000", "one thousand"),
+        ("1234567", "one million two hundred thirty-four thousand five hundred sixty-seven"),
+        ("100.50", "one hundred point five"), ("0.25", "zero point two five"), ("007", "zero zero seven"),
+    ])
+    func english(_ digits: String, _ expected: String) {
+        #expect(NumberWords.words(digits, lang: .en) == expected)
+    }
+
+    @Test func spellsNumbersInsideText() {
+        #expect(NumberWords.spellNumbers(in: "新客户来了，42号", lang: .zh) == "新客户来了，四十二号")
+        #expect(NumberWords.spellNumbers(in: "收款100.50元", lang: .zh) == "收款一百点五元")
+        #expect(NumberWords.spellNumbers(in: "温度-5度", lang: .zh) == "温度负五度")
+        #expect(NumberWords.spellNumbers(in: "A-12", lang: .en) == "A-twelve")
+        #expect(NumberWords.spellNumbers(in: "table A42 now", lang: .en) == "table A forty-two now")
+        #expect(NumberWords.spellNumbers(in: "１２号", lang: .zh) == "十二号")  // full-width digits
+        #expect(NumberWords.spellNumbers(in: "v1.2.3", lang: .en) == "v one point two.three")
+        #expect(NumberWords.spellNumbers(in: "no digits", lang: .en) == "no digits")
+    }
+}
+
+@Suite struct AnnouncerTests {
+    let a = Announcer()
+
+    @Test func defaultTemplatesInBothLanguages() {
+        #expect(a.announce(.newCustomer(number: 42), lang: .zh).utterance.text == "新客户来了，四十二号")
+        #expect(a.announce(.newCustomer(number: 42), lang: .en).utterance.text == "New customer, number forty-two")
+        #expect(a.announce(.payment(amount: "100.50"), lang: .zh).utterance.text == "收款一百点五元")
+        #expect(a.announce(.newCustomers(numbers: [41, 42, 43]), lang: .zh).utterance.text == "新客户来了，四十一号、四十二号、四十三号")
+        #expect(a.announce(.newCustomers(numbers: [41, 42, 43]), lang: .en).utterance.text == "New customers: forty-one, forty-two and forty-three")
+        #expect(a.announce(.prompt(.linkDown), lang: .zh).utterance.text == "服务连接失败，请检查网络")
+    }
+
+    @Test func overrideTextReplacesTemplateAndIsSanitized() {
+        let r = a.announce(.newCustomer(number: 1), lang: .zh, overrideText: "请\u{0007}到\n3号窗口\u{202E}")
+        #expect(r.utterance.text == "请 到 三号窗口")
+        #expect(r.replaced == 2)
+    }
+
+    @Test func capIsAppliedBeforeNumbersAreSpelled() {
+        let small = Announcer(maxChars: 20)
+        let r = small.announce(.text(String(repeating: "9", count: 30)), lang: .en)
+        #expect(r.truncated == 10)
+        #expect(!r.utterance.text.contains("9"))
+    }
+
+    @Test func configuredTemplateIsUsed() {
+        var t = Templates()
+        t.table[.zh]![.newCustomer] = "{number}号顾客请取餐"
+        #expect(Announcer(templates: t).announce(.newCustomer(number: 7), lang: .zh).utterance.text == "七号顾客请取餐")
+    }
+}

@@ -1,0 +1,46 @@
+import CrierCore
+import Glibc
+import Testing
+@testable import CrierGPIO
+
+@Suite("Button service: FIFO → gestures → Controls → effects and state file", .serialized)
+struct ButtonServiceTests {
+    @Test("restores state, steps volume, mutes, auto-unmutes, persists, stops on cancel")
+    func endToEnd() async throws {
+        let d = TempDir(); defer { d.remove() }
+        var c = ButtonsConfig()
+        c.input = .fifo(d.file("buttons"))
+        c.statePath = d.file("state/state")
+        c.muteMaxMinutes = 0.01  // 0.6 s (the config file's minimum is 1 minute)
+        try StateFile(path: c.statePath).save(ControlState(volume: 5))
+        let (log, sink) = testLog()
+        let effects = Collector<ControlEffect>()
+        let hooks = ButtonService.Hooks(historyCount: { 0 }, perform: { effects.add($0) })
+        let service = ButtonService(config: c, log: log, hooks: hooks, wall: { WallTime(unixMillis: 1_000) })
+        let task = Task { await service.run() }
+
+        let g = { (l: Int) in VolumeCurve.gain(level: l, steps: 10, minDb: -30) }
+        #expect(await effects.waitFor { $0 == [.setGain(OutputGain(prompts: g(5), alerts: g(5), holdAlerts: false))] })
+        let w = try #require(await FifoWriter(c.input.description.replacing("fifo:", with: "")))
+        await w.levels([("GPIO17 0", 0.1), ("GPIO17 1", 0.1)])
+        #expect(await effects.waitFor { $0.count == 3 })
+        #expect(Array(effects.all.suffix(2)) == [.setGain(OutputGain(prompts: g(6), alerts: g(6), holdAlerts: false)), .click])
+        await w.levels([("GPIO22 0", 0.1), ("GPIO22 1", 0.1)])
+        #expect(await effects.waitFor { $0.count == 4 })
+        #expect(effects.all.last == .setGain(OutputGain(prompts: 0, alerts: g(4), holdAlerts: false)))
+        #expect(await service.state == ControlState(volume: 6, muted: true, mutedSince: WallTime(unixMillis: 1_000)))
+        // Mute ends by itself, saying so.
+        #expect(await effects.waitFor(timeout: 3) { $0.contains(.say(.muteEnded)) })
+        #expect(Array(effects.all.suffix(2)) == [.setGain(OutputGain(prompts: g(6), alerts: g(6), holdAlerts: false)), .say(.muteEnded)])
+        // Replay with no history says so.
+        await w.levels([("GPIO23 0", 0.1), ("GPIO23 1", 0.1)])
+        #expect(await effects.waitFor { $0.last == .say(.noOrders) })
+        w.close()
+
+        task.cancel()
+        await task.value
+        #expect(StateFile(path: c.statePath).read() == .loaded(ControlState(volume: 6)))
+        #expect(sink.lines.contains { $0.contains("mute ended after mute.max_minutes") })
+        #expect(sink.lines.contains { $0.contains("buttons: stopped") })
+    }
+}

@@ -1,0 +1,264 @@
+import CrierCore
+import Glibc
+import Testing
+@testable import CrierLink
+
+@Suite("OrderLink against a raw socket server", .serialized)
+struct OrderLinkRawTests {
+    @Test("hello is exact; the token is sent but never logged; acks queued while down follow the welcome")
+    func hello() throws {
+        let raw = RawServer()
+        defer { raw.close() }
+        let (log, logs) = makeLog()
+        let events = EventSink()
+        let link = OrderLink(config: linkConfig(port: raw.port, token: "s3cret-TOKEN"), deviceID: "box-1", log: log,
+                             options: fastOptions(), onEvent: events.add)
+        link.send(.spoken("early-1"))
+        link.start()
+        defer { link.stop() }
+        #expect(raw.accept())
+        #expect(raw.readLine() == #"{"type":"hello","protocol":1,"device":"box-1","token":"s3cret-TOKEN"}"#)
+        // Nothing but the hello before the welcome.
+        #expect(raw.readLine(timeout: 0.2) == nil)
+        raw.write("{\"type\":\"welcome\"}\n")
+        #expect(raw.readLine() == #"{"type":"ack","id":"early-1","status":"spoken"}"#)
+        #expect(eventually { events.connects == 1 })
+        #expect(link.isConnected)
+        link.send(Ack(id: "B", status: .rejected, reason: "queue_full"))
+        #expect(raw.readLine() == #"{"type":"ack","id":"B","status":"rejected","reason":"queue_full"}"#)
+        link.stop()
+        #expect(events.disconnects == ["stopped"])
+        #expect(!logs.lines.joined().contains("s3cret"))
+        #expect(logs.lines.contains { $0.contains("INFO link: connected server=tcp://127.0.0.1:\(raw.port) after=") })
+    }
+
+    @Test("no token configured: the field is left out")
+    func noToken() {
+        let raw = RawServer()
+        defer { raw.close() }
+        let (log, _) = makeLog()
+        let link = OrderLink(config: linkConfig(port: raw.port), deviceID: "d", log: log, options: fastOptions(), onEvent: { _ in })
+        link.start()
+        defer { link.stop() }
+        #expect(raw.accept())
+        #expect(raw.readLine() == #"{"type":"hello","protocol":1,"device":"d"}"#)
+    }
+
+    @Test("garbage, bad orders, invalid UTF-8 and bytes one at a time: precise errors, link stays up")
+    func garbage() {
+        let raw = RawServer()
+        defer { raw.close() }
+        let (log, logs) = makeLog()
+        let events = EventSink()
+        let link = OrderLink(config: linkConfig(port: raw.port), deviceID: "d", log: log, options: fastOptions(), onEvent: events.add)
+        link.start()
+        defer { link.stop() }
+        #expect(raw.accept())
+        _ = raw.readLine()
+        raw.write("{\"type\":\"welcome\"}\r\n")
+        #expect(eventually { events.connects == 1 })
+
+        raw.write("hello there\n")
+        let e1 = raw.readLine() ?? ""
+        #expect(e1.hasPrefix(#"{"type":"error","code":"bad_message","message":"invalid JSON: unexpected 'h', expected a value at byte 0"#), "\(e1)")
+
+        raw.write(#"{"type":"order","id":"X-1","kind":"new_customer","number":"42"}"# + "\n")
+        #expect(raw.readLine() == #"{"type":"error","code":"bad_message","message":"order: field \"number\" must be an integer, got a string"}"#)
+        #expect(raw.readLine() == #"{"type":"ack","id":"X-1","status":"rejected","reason":"invalid_order","message":"order: field \"number\" must be an integer, got a string"}"#)
+
+        raw.write(Array(#"{"type":"order","id":"X-2","kind":"text","text":""#.utf8) + [0xFF, 0xFE] + Array("\"}\n".utf8))
+        let e3 = raw.readLine() ?? ""
+        #expect(e3.contains("invalid UTF-8 at byte"), "\(e3)")
+
+        raw.write(#"{"type":"mystery","v":2}"# + "\n")
+        for b in Array((#"{"type":"order","id":"ok-1","kind":"new_customer","number":42}"# + "\r\n").utf8) {
+            raw.write([b])
+        }
+        #expect(eventually { events.orders == [Order(id: "ok-1", kind: .newCustomer(number: 42))] })
+        raw.write("{\"type\":\"cancel\",\"id\":\"ok-1\"}\n{\"type\":\"ping\"}\n")
+        #expect(raw.readLine() == #"{"type":"pong"}"#)
+        #expect(eventually { events.all.last == .cancel(id: "ok-1") })
+        #expect(events.connects == 1, "the connection stayed up")
+        #expect(events.disconnects.isEmpty)
+        let warnings = logs.lines.filter { $0.contains("WARN link: bad message from server") }
+        #expect(warnings.count == 3)
+        #expect(warnings.contains { $0.contains("id=X-1") && $0.contains("must be an integer, got a string") })
+        #expect(logs.lines.contains { $0.contains("unknown type") && $0.contains("type=mystery") })
+    }
+
+    @Test("an over-long line: error, close, reconnect")
+    func overLong() {
+        let raw = RawServer()
+        defer { raw.close() }
+        let (log, logs) = makeLog()
+        let events = EventSink()
+        let link = OrderLink(config: linkConfig(port: raw.port), deviceID: "d", log: log, options: fastOptions(), onEvent: events.add)
+        link.start()
+        defer { link.stop() }
+        #expect(raw.accept())
+        _ = raw.readLine()
+        raw.write("{\"type\":\"welcome\"}\n")
+        #expect(eventually { events.connects == 1 })
+        raw.write(#"{"type":"text","pad":""# + String(repeating: "x", count: 20000))
+        let err = raw.readLine() ?? ""
+        #expect(err.hasPrefix(#"{"type":"error","code":"line_too_long","message":"line longer than 16384 bytes"#), "\(err)")
+        #expect(raw.closedByPeer(timeout: 2))
+        #expect(eventually { events.disconnects.count == 1 })
+        #expect(events.disconnects.first?.contains("line longer than 16384 bytes") == true)
+        #expect(raw.accept(), "it reconnects")
+        #expect(raw.readLine()?.hasPrefix(#"{"type":"hello""#) == true)
+        #expect(logs.lines.contains { $0.contains("ERROR link: bad message from server; closing the connection") })
+    }
+
+    @Test("a line of exactly 16384 bytes is accepted")
+    func maxLine() {
+        let raw = RawServer()
+        defer { raw.close() }
+        let (log, _) = makeLog()
+        let events = EventSink()
+        let link = OrderLink(config: linkConfig(port: raw.port), deviceID: "d", log: log, options: fastOptions(), onEvent: events.add)
+        link.start()
+        defer { link.stop() }
+        #expect(raw.accept())
+        _ = raw.readLine()
+        raw.write("{\"type\":\"welcome\"}\n")
+        let head = #"{"type":"order","id":"big","kind":"text","text":""#
+        let line = head + String(repeating: "a", count: 16384 - head.utf8.count - 2) + "\"}"
+        #expect(line.utf8.count == 16384)
+        raw.write(line + "\r\n")
+        #expect(eventually { events.orders.count == 1 })
+    }
+
+    @Test("silence (half-open): pings after the heartbeat, declares the link dead after 2×, reconnects")
+    func silence() {
+        let raw = RawServer()
+        defer { raw.close() }
+        let (log, logs) = makeLog()
+        let events = EventSink()
+        let link = OrderLink(config: linkConfig(port: raw.port, heartbeat: 0.2), deviceID: "d", log: log,
+                             options: fastOptions(), onEvent: events.add)
+        link.start()
+        defer { link.stop() }
+        #expect(raw.accept())
+        _ = raw.readLine()
+        raw.write("{\"type\":\"welcome\"}\n")
+        let t0 = monotonicNow()
+        #expect(raw.readLine(timeout: 2) == #"{"type":"ping"}"#)
+        let pingAfter = monotonicNow() - t0
+        #expect(pingAfter >= 0.15 && pingAfter < 1.0, "ping after ~heartbeat, was \(pingAfter)")
+        #expect(raw.closedByPeer(timeout: 2))
+        let deadAfter = monotonicNow() - t0
+        #expect(deadAfter >= 0.35 && deadAfter < 1.5, "dead after ~2×heartbeat, was \(deadAfter)")
+        #expect(eventually { events.disconnects.count == 1 })
+        #expect(events.disconnects.first?.hasPrefix("no data from server for 0.") == true, "\(events.disconnects)")
+        #expect(logs.lines.contains { $0.contains("WARN link: connection lost") && $0.contains("heartbeat 0.2 s") })
+        #expect(raw.accept(), "it reconnects")
+        #expect(raw.readLine()?.hasPrefix(#"{"type":"hello""#) == true)
+    }
+
+    @Test("answering pings keeps a quiet link alive")
+    func pongsKeepAlive() {
+        let raw = RawServer()
+        defer { raw.close() }
+        let (log, logs) = makeLog()
+        let events = EventSink()
+        let link = OrderLink(config: linkConfig(port: raw.port, heartbeat: 0.5), deviceID: "d", log: log,
+                             options: fastOptions(), onEvent: events.add)
+        link.start()
+        defer { link.stop() }
+        #expect(raw.accept())
+        _ = raw.readLine()
+        raw.write("{\"type\":\"welcome\"}\n")
+        for _ in 0..<3 {
+            #expect(raw.readLine(timeout: 1) == #"{"type":"ping"}"#)
+            raw.write("{\"type\":\"pong\"}\n")
+        }
+        #expect(events.disconnects.isEmpty, "\(logs.lines)")
+    }
+
+    @Test("an error instead of welcome is logged as a refusal and retried")
+    func refused() {
+        let raw = RawServer()
+        defer { raw.close() }
+        let (log, logs) = makeLog()
+        let events = EventSink()
+        let link = OrderLink(config: linkConfig(port: raw.port, token: "wrong"), deviceID: "d", log: log,
+                             options: fastOptions(), onEvent: events.add)
+        link.start()
+        defer { link.stop() }
+        for _ in 0..<3 {
+            #expect(raw.accept())
+            _ = raw.readLine()
+            raw.write("{\"type\":\"error\",\"code\":\"unauthorized\",\"message\":\"wrong token\"}\n")
+        }
+        #expect(raw.accept())
+        #expect(events.connects == 0)
+        let refusals = logs.lines.filter { $0.contains("ERROR link: order server refused this box") }
+        #expect(refusals.count == 1, "logged once, not on every retry: \(logs.lines)")
+        #expect(refusals.first?.contains(#"error="unauthorized: wrong token""#) == true)
+        #expect(refusals.first?.contains("server.token") == true)
+    }
+}
+
+@Suite("OrderLink lifecycle", .serialized)
+struct OrderLinkLifecycleTests {
+    @Test("nothing listening: one warning with the reason and the retry delay, then connected when the server appears")
+    func refusedThenUp() throws {
+        let port = freePort()
+        let (log, logs) = makeLog()
+        let events = EventSink()
+        let link = OrderLink(config: linkConfig(port: port), deviceID: "d", log: log, options: fastOptions(), onEvent: events.add)
+        link.start()
+        defer { link.stop() }
+        #expect(eventually { logs.lines.filter { $0.contains("still cannot reach") }.count >= 3 })
+        let warns = logs.lines.filter { $0.contains("WARN link: cannot reach order server") }
+        #expect(warns.count == 1)
+        #expect(warns.first?.contains("server=tcp://127.0.0.1:\(port) error=\"connection refused\" retry_in=0.") == true, "\(warns)")
+
+        var cfg = OrderServerConfig()
+        cfg.port = port
+        cfg.randomOrders = false
+        let lines = Lines()
+        let server = OrderServer(config: cfg, output: lines.add)
+        try server.start()
+        defer { server.stop() }
+        #expect(eventually { events.connects == 1 })
+        #expect(logs.lines.contains { $0.contains("INFO link: connected server=tcp://127.0.0.1:\(port) after=") })
+        #expect(logs.lines.filter { $0.contains("WARN") }.count == 1)
+    }
+
+    @Test("an unresolvable host is reported as such")
+    func unresolvable() {
+        let (log, logs) = makeLog()
+        var cfg = CrierConfig().link
+        cfg.server = ServerAddress(host: "no-such-host.invalid", port: 7700)
+        let link = OrderLink(config: cfg, deviceID: "d", log: log, options: fastOptions(), onEvent: { _ in })
+        link.start()
+        defer { link.stop() }
+        #expect(eventually { logs.lines.contains { $0.contains("cannot reach order server") } })
+        #expect(logs.lines.contains { $0.contains("error=\"cannot resolve no-such-host.invalid:") })
+    }
+
+    @Test("stop is prompt even in a long backoff, and idempotent")
+    func promptStop() {
+        let (log, _) = makeLog()
+        var o = OrderLink.Options()
+        o.backoff = ReconnectBackoff(base: 30, cap: 30)
+        let link = OrderLink(config: linkConfig(port: freePort()), deviceID: "d", log: log, options: o, onEvent: { _ in })
+        link.start()
+        usleep(100_000)
+        let t0 = monotonicNow()
+        link.stop()
+        #expect(monotonicNow() - t0 < 0.5)
+        link.stop()
+    }
+
+    @Test("no server configured: start does nothing and says so")
+    func noServer() {
+        let (log, logs) = makeLog()
+        let link = OrderLink(config: CrierConfig().link, deviceID: "d", log: log, onEvent: { _ in })
+        link.start()
+        link.stop()
+        #expect(logs.lines.contains { $0.contains("no order server configured") })
+    }
+}

@@ -1,0 +1,89 @@
+import CrierCore
+import Testing
+@testable import CrierSpeech
+
+/// espeak-ng is not thread safe; the engine serializes calls, and these suites run serialized
+/// too so nothing else in the process touches the library meanwhile.
+@Suite(.serialized) struct SpeechEngineTests {
+    let log: Logger = {
+        let hub = LogHub(clock: { WallTime(unixMillis: 0) })
+        return hub.logger("speech")
+    }()
+
+    @Test func synthesizesMandarinAtTheLibraryRate() async throws {
+        let e = SpeechEngine(log: log)
+        defer { e.stop() }
+        let a = try await e.synthesize(Utterance(text: "新客户来了，四十二号", lang: .zh), voice: SpeechConfig().voices[.zh]!)
+        #expect(a.rate == 22050)
+        let seconds = Double(a.samples.count) / Double(a.rate)
+        #expect(seconds > 1.0 && seconds < 5.0)
+        #expect(Signal.rms(a.floats[...]) > 0.02)
+    }
+
+    @Test func announcementsInChineseHaveNoEnglishWords() async {
+        let e = SpeechEngine(log: log)
+        defer { e.stop() }
+        let voice = SpeechConfig().voices[.zh]!
+        let announcer = Announcer()
+        let contents: [AnnouncementContent] = [
+            .newCustomer(number: 42), .newCustomers(numbers: [41, 42, 43]), .payment(amount: "100.50"),
+            .text("请 7 号到 2 号窗口取餐"), .prompt(.linkDown), .prompt(.volumeMax), .prompt(.started),
+        ]
+        for c in contents {
+            let u = announcer.announce(c, lang: .zh).utterance
+            let ph = await e.phonemes(u, voice: voice)
+            #expect(!ph.isEmpty)
+            #expect(!ph.contains("(en)"), "\(u.text) → \(ph)")
+            // Every syllable carries a Mandarin tone number; English phonemes have none.
+            let syllables = ph.split(whereSeparator: { $0 == "_" || $0 == "|" || $0 == " " })
+            #expect(!syllables.isEmpty && syllables.allSatisfy { $0.contains(where: \.isNumber) }, "\(u.text) → \(ph)")
+        }
+    }
+
+    @Test func stockCmnVoiceWouldHaveReadHanziAsEnglish() async {
+        // Why the default zh voice is cmn-latn-pinyin (docs/speech.md): this must stay true for
+        // the choice to matter; if espeak-ng-data improves, the test tells us.
+        let e = SpeechEngine(log: log)
+        defer { e.stop() }
+        var v = SpeechConfig().voices[.zh]!
+        v.voice = "cmn"
+        let ph = await e.phonemes(Utterance(text: "新客户来了", lang: .zh), voice: v)
+        #expect(ph.contains("(en)"))
+    }
+
+    @Test func unknownVoiceFallsBackAndSaysSo() async throws {
+        let hub = LogHub(clock: { WallTime(unixMillis: 0) })
+        let sink = MemoryLogSink()
+        hub.add(sink)
+        let e = SpeechEngine(log: hub.logger("speech"))
+        defer { e.stop() }
+        var v = SpeechConfig().voices[.en]!
+        v.voice = "klingon-xx"
+        let a = try await e.synthesize(Utterance(text: "hello", lang: .en), voice: v)
+        #expect(!a.samples.isEmpty)
+        #expect(sink.lines.contains { $0.contains("voice 'klingon-xx' not found; using 'en-us'; check speech.en.voice") })
+    }
+
+    @Test func deadlineCutsARunawaySynthesis() async {
+        let e = SpeechEngine(deadline: 0.0005, log: log)
+        defer { e.stop() }
+        let long = String(repeating: "This sentence is long enough to need many chunks of audio. ", count: 40)
+        do {
+            _ = try await e.synthesize(Utterance(text: long, lang: .en), voice: SpeechConfig().voices[.en]!)
+            Issue.record("expected the deadline to fire")
+        } catch {
+            guard case .deadlineExceeded = error else { Issue.record("wrong error \(error)"); return }
+        }
+    }
+
+    @Test func ssmlIsNotInterpreted() async throws {
+        let e = SpeechEngine(log: log)
+        defer { e.stop() }
+        let v = SpeechConfig().voices[.en]!
+        let marked = try await e.synthesize(Utterance(text: "one <break time=\"3s\"/> two", lang: .en), voice: v)
+        // With SSML on, the break would be 3 s of silence; off, the markup is just text.
+        var longestQuiet = 0, run = 0
+        for x in marked.samples { run = abs(Int(x)) < 100 ? run + 1 : 0; longestQuiet = max(longestQuiet, run) }
+        #expect(Double(longestQuiet) / 22050 < 1.0, "longest silence \(Double(longestQuiet) / 22050) s")
+    }
+}

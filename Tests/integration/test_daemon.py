@@ -1,0 +1,325 @@
+"""The daemon end to end: `crier run` + `crier order-sim` (or a raw socket server) on loopback,
+ALSA's file plugin as the sound card."""
+import json
+import os
+import re
+import select
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import CRIER, first_loud, read_wav, rms
+
+
+class Proc:
+    """A child process whose stdout/stderr lines are collected by threads (no pipe ever fills)."""
+
+    def __init__(self, args, env=None, stdin=False):
+        self.p = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, bufsize=1)
+        self.out, self.err = [], []
+        self.lock = threading.Lock()
+        for stream, sink in ((self.p.stdout, self.out), (self.p.stderr, self.err)):
+            threading.Thread(target=self._pump, args=(stream, sink), daemon=True).start()
+
+    def _pump(self, stream, sink):
+        for line in stream:
+            with self.lock:
+                sink.append((time.monotonic(), line.rstrip("\n")))
+
+    def lines(self, which="err"):
+        with self.lock:
+            return [l for _, l in (self.err if which == "err" else self.out)]
+
+    def wait_for(self, pattern, which="err", timeout=20, count=1):
+        rx = re.compile(pattern)
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            hits = [l for l in self.lines(which) if rx.search(l)]
+            if len(hits) >= count:
+                return hits
+            if self.p.poll() is not None and which == "err":
+                break
+            time.sleep(0.02)
+        raise AssertionError("timed out waiting for %r (%s); last lines:\n%s" % (
+            pattern, which, "\n".join(self.lines("err")[-30:] + self.lines("out")[-30:])))
+
+    def send(self, line):
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+
+    def stop(self, sig=signal.SIGTERM, timeout=10):
+        if self.p.poll() is None:
+            self.p.send_signal(sig)
+        try:
+            return self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            return self.p.wait()
+
+
+def order_sim(*args, state=None):
+    a = [CRIER, "order-sim", "--host", "127.0.0.1", "--port", "0", "--every", "0", *args]
+    if state:
+        a += ["--state", state]
+    p = Proc(a, stdin=True)
+    line = p.wait_for(r"^listening addr=", which="out")[0]
+    p.port = int(line.rsplit(":", 1)[1].split()[0])
+    return p
+
+
+def crier_run(box, port, extra=""):
+    box.write_conf("server = tcp://127.0.0.1:%d\ndevice.id = test-box\nstatus.on_start = off\n"
+                   "status.on_link_up = off\ninput = fifo:%s\nstate.path = %s\n%s" % (
+                       port, box.tmp / "buttons.fifo", box.tmp / "state", extra))
+    p = Proc([CRIER, "run", "--config", box.conf], env=box.env)
+    p.wait_for(r" INFO runtime: ready")
+    return p
+
+
+def test_order_is_spoken_acked_and_heard(box):
+    sim = order_sim()
+    crier = crier_run(box, sim.port)
+    try:
+        crier.wait_for(r"INFO link: connected server=tcp://127\.0\.0\.1")
+        sim.send("42")
+        oid = sim.wait_for(r"^order id=\S+ kind=new_customer number=42", which="out")[0].split()[1][3:]
+        sim.wait_for(r"^ack id=%s status=spoken" % re.escape(oid), which="out", timeout=30)
+        crier.wait_for(r"INFO alert: spoken id=%s text=新客户来了，四十二号" % re.escape(oid))
+    finally:
+        rc = crier.stop()
+        sim.stop()
+    assert rc == 0
+    rate, ch, x = read_wav(box.capture)
+    start = first_loud(x)
+    assert start is not None and rate == 48000
+    assert start > rate * 0.05, "keep-alive silence before the speech"
+    assert rms(x[start:start + rate]) > 0.01
+    assert max(abs(v) for v in x) < 0.75
+
+
+def test_sigterm_during_an_alert_finishes_it_and_acks(box):
+    sim = order_sim()
+    crier = crier_run(box, sim.port)
+    try:
+        crier.wait_for(r"INFO link: connected")
+        sim.send("这是一条比较长的提醒，用来测试关机时是否会把话说完，然后再发送确认。")
+        oid = sim.wait_for(r"^order id=", which="out")[0].split()[1][3:]
+        crier.wait_for(r"INFO alert: saying ids=" + re.escape(oid))
+        time.sleep(0.2)
+        t0 = time.monotonic()
+        rc = crier.stop(signal.SIGTERM)
+        took = time.monotonic() - t0
+        sim.wait_for(r"^ack id=%s status=spoken" % re.escape(oid), which="out", timeout=5)
+    finally:
+        sim.stop()
+    assert rc == 0
+    assert took < 6.0, "exit within 6 s, took %.1f" % took
+    err = "\n".join(crier.lines())
+    assert "INFO runtime: stopping current=" + oid in err, err
+    assert "INFO alert: spoken id=" + oid in err
+    assert "INFO audio: closed" in err
+
+
+class RawServer:
+    """A misbehaving order server: scripted per connection."""
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.port = self.sock.getsockname()[1]
+
+    def accept(self, timeout=20):
+        self.sock.settimeout(timeout)
+        c, _ = self.sock.accept()
+        c.settimeout(timeout)
+        return Conn(c)
+
+
+class Conn:
+    def __init__(self, c):
+        self.c = c
+        self.buf = b""
+
+    def send(self, data):
+        self.c.sendall(data)
+
+    def read_msg(self, timeout=20):
+        end = time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = end - time.monotonic()
+            if left <= 0:
+                raise AssertionError("no message from client")
+            r, _, _ = select.select([self.c], [], [], left)
+            if r:
+                chunk = self.c.recv(65536)
+                if not chunk:
+                    raise EOFError
+                self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def read_until(self, pred, timeout=20):
+        seen = []
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            m = self.read_msg(end - time.monotonic())
+            seen.append(m)
+            if pred(m):
+                return seen
+        raise AssertionError("not seen; got %r" % seen)
+
+
+def order(oid, n):
+    return (json.dumps({"type": "order", "id": oid, "kind": "new_customer", "number": n}) + "\n").encode()
+
+
+def test_misbehaving_server(box):
+    srv = RawServer()
+    crier = crier_run(box, srv.port, "link.heartbeat = 1\nspeech.zh.rate = 400\n")
+    try:
+        # Connection 1: garbage, a bad order, then an over-long line.
+        c = srv.accept()
+        hello = c.read_msg()
+        assert hello == {"type": "hello", "protocol": 1, "device": "test-box"}
+        c.send(b'{"type":"welcome"}\n')
+        c.send(b"this is not json\n")
+        err = c.read_until(lambda m: m.get("type") == "error")[-1]
+        assert err["code"] == "bad_message"
+        c.send(b'{"type":"order","id":"X-1","kind":"new_customer"}\n')  # no number
+        msgs = c.read_until(lambda m: m.get("type") == "ack" and m.get("id") == "X-1")
+        assert msgs[-1]["status"] == "rejected"
+        c.send(b'{"type":"order","id":"A-1","kind":"new_customer","number":1}\n')
+        c.read_until(lambda m: m.get("type") == "ack" and m.get("id") == "A-1", timeout=30)
+        c.send(b"x" * 20000 + b"\n")
+        # The client closes and reconnects.
+        c2 = srv.accept()
+        assert c2.read_msg()["type"] == "hello"
+        c2.send(b'{"type":"welcome"}\n')
+        c2.send(b'{"type":"order","id":"B-\xff","kind":"text","text":"x"}\n')  # invalid UTF-8
+        e2 = c2.read_until(lambda m: m.get("type") == "error")[-1]
+        assert e2["code"] == "bad_message"
+        for b in order("A-2", 2):  # one byte at a time
+            c2.send(bytes([b]))
+            time.sleep(0.001)
+        c2.send(b'{"type":"surprise","x":1}\n')  # unknown type: ignored
+        c2.read_until(lambda m: m.get("type") == "ack" and m.get("id") == "A-2", timeout=30)
+        # Silence (half-open): heartbeat 1 s, so pings then a reconnect after ~2 s.
+        c2.read_until(lambda m: m.get("type") == "ping", timeout=5)
+        c3 = srv.accept(timeout=10)
+        assert c3.read_msg()["type"] == "hello"
+        c3.send(b'{"type":"welcome"}\n')
+        # Redeliver both: acked spoken again, not spoken twice.
+        c3.send(order("A-1", 1) + order("A-2", 2))
+        acks = c3.read_until(lambda m: m.get("type") == "ack" and m.get("id") == "A-2")
+        assert {(m["id"], m["status"]) for m in acks if m.get("type") == "ack"} >= {("A-1", "spoken"), ("A-2", "spoken")}
+    finally:
+        rc = crier.stop()
+    assert rc == 0
+    err = "\n".join(crier.lines())
+    assert err.count("INFO alert: spoken id=A-1") == 1
+    assert err.count("INFO alert: spoken id=A-2") == 1
+    assert "alert: spoken id=X-1" not in err
+    assert re.search(r"ERROR link: bad message from server; closing the connection .*line longer than 16384 bytes", err), err[-3000:]
+    assert re.search(r"WARN link: connection lost .*no data from server for 2\.0 s \(heartbeat 1 s\)", err), err[-3000:]
+
+
+def test_server_killed_before_the_ack_then_restarted(box):
+    state = str(box.tmp / "sim-state")
+    sim = order_sim(state=state)
+    port = sim.port
+    crier = crier_run(box, port)
+    try:
+        crier.wait_for(r"INFO link: connected")
+        sim.send("7")
+        oid = sim.wait_for(r"^order id=", which="out")[0].split()[1][3:]
+        crier.wait_for(r"INFO alert: queued id=" + re.escape(oid))
+        sim.stop(signal.SIGKILL)  # dies while the alert is being said: the ack cannot reach it
+        crier.wait_for(r"INFO alert: spoken id=" + re.escape(oid), timeout=20)
+        sim2 = Proc([CRIER, "order-sim", "--host", "127.0.0.1", "--port", str(port), "--every", "0",
+                     "--state", state], stdin=True)
+        try:
+            sim2.wait_for(r"^ack id=%s status=spoken" % re.escape(oid), which="out", timeout=40)
+        finally:
+            sim2.stop()
+    finally:
+        crier.stop()
+    err = "\n".join(crier.lines())
+    assert err.count("INFO alert: spoken id=" + oid) == 1, "spoken exactly once"
+
+
+def vmrss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+
+
+def test_burst_of_10000_orders_every_id_acked(box):
+    sim = Proc([CRIER, "order-sim", "--host", "127.0.0.1", "--port", "0", "--rate", "100000", "--count", "10000",
+                "--no-stdin", "--drain-timeout", "120"] if False else
+               [CRIER, "order-sim", "--host", "127.0.0.1", "--port", "0", "--rate", "100000", "--count", "10000",
+                "--no-stdin"])
+    line = sim.wait_for(r"^listening addr=", which="out")[0]
+    port = int(line.rsplit(":", 1)[1].split()[0])
+    crier = crier_run(box, port, "queue.max = 20\nalert.coalesce_max = 20\nspeech.zh.rate = 450\n")
+    try:
+        before = vmrss_kb(crier.p.pid)
+        rc = sim.p.wait(timeout=120)
+        after = vmrss_kb(crier.p.pid)
+    finally:
+        crier.stop()
+    done = sim.wait_for(r"^done ", which="out")[0]
+    assert "unacked=0" in done, done
+    assert rc == 0
+    m = dict(kv.split("=") for kv in done.split()[1:])
+    assert int(m["orders"]) == 10000
+    assert int(m["spoken"]) + int(m["rejected"]) == 10000
+    assert int(m["spoken"]) >= 20
+    print("\nburst: %s; crier RSS %d kB -> %d kB (+%d kB)" % (done, before, after, after - before))
+    assert after - before < 10 * 1024
+    err = "\n".join(crier.lines())
+    assert "reason=queue_full" in err
+
+
+def test_idle_keepalive_cpu_on_null_pcm(box):
+    """Prints (does not assert) the CPU of 10 s of keep-alive on the self-paced null PCM; asserts
+    the stream ran the whole time at the real rate."""
+    box.write_conf("audio.device = null\nstatus.on_start = off\ninput = fifo:%s\nstate.path = %s\n" % (
+        box.tmp / "b.fifo", box.tmp / "state"))
+    crier = Proc([CRIER, "run", "--config", box.conf], env=box.env)
+    crier.wait_for(r"INFO audio: opened device=null type=NULL")
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def cpu():
+        with open("/proc/%d/stat" % crier.p.pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / tick
+
+    def switches():
+        total = 0
+        for t in os.listdir("/proc/%d/task" % crier.p.pid):
+            try:
+                with open("/proc/%d/task/%s/status" % (crier.p.pid, t)) as f:
+                    for line in f:
+                        if "ctxt_switches" in line:
+                            total += int(line.split()[1])
+            except FileNotFoundError:
+                pass
+        return total
+
+    c0, s0, t0 = cpu(), switches(), time.monotonic()
+    time.sleep(10)
+    c1, s1, t1 = cpu(), switches(), time.monotonic()
+    assert crier.p.poll() is None, "still running"
+    rc = crier.stop()
+    assert rc == 0
+    print("\nidle keep-alive on null PCM: %.2f %% of one core, %.0f context switches/s over %.1f s" % (
+        100 * (c1 - c0) / (t1 - t0), (s1 - s0) / (t1 - t0), t1 - t0))
+    assert (c1 - c0) / (t1 - t0) < 0.5, "nowhere near spinning a core"

@@ -1,0 +1,73 @@
+import os
+import subprocess
+
+from conftest import CRIER, ROOT, first_loud, last_loud, read_wav, rms
+
+
+def test_say_output_writes_speech_to_wav(box):
+    out = str(box.tmp / "say.wav")
+    r = box.run("say", "--output", out, "新客户来了 42")
+    assert r.returncode == 0, r.stderr
+    rate, ch, x = read_wav(out)
+    assert (rate, ch) == (48000, 2)
+    seconds = len(x) / rate
+    assert 1.0 < seconds < 5.0
+    assert rms(x) > 0.02
+    peak = max(abs(v) for v in x)
+    assert peak < 0.75, "3 dB headroom: peak %.3f" % peak
+    assert abs(x[0]) < 0.001 and abs(x[-1]) < 0.001, "fades at both edges"
+    assert "INFO say: wrote file=" in r.stderr
+
+
+def test_say_plays_through_the_configured_device(box):
+    r = box.run("say", "New customer 42", "--lang", "en")
+    assert r.returncode == 0, r.stderr
+    rate, ch, x = read_wav(box.capture)
+    start = first_loud(x)
+    end = last_loud(x)
+    assert start is not None, "speech reached ALSA"
+    assert end - start > rate * 0.8
+    assert "INFO audio: opened device=default type=FILE" in r.stderr
+    assert "INFO audio: closed device=default" in r.stderr
+
+
+def test_say_print_spells_numbers_per_language(box):
+    r = box.run("say", "--print", "新客户来了，42号，收款100.50元")
+    assert r.stdout.strip() == "新客户来了，四十二号，收款一百点五元"
+    r = box.run("say", "--print", "--lang", "en", "Order 42 paid 100.50")
+    assert r.stdout.strip() == "Order forty-two paid one hundred point five"
+
+
+def test_say_strips_control_characters(box):
+    r = box.run("say", "--print", "a\x07b\x1bc\u202ed")
+    assert r.stdout.strip() == "a b c d"
+
+
+def test_usage_errors_exit_2(box):
+    for args in (["say"], ["nosuchcommand"], ["say", "--lang", "fr", "x"], ["say", "--bogus", "x"], []):
+        r = subprocess.run([CRIER, *args], capture_output=True, text=True)
+        assert r.returncode == 2, (args, r.stderr)
+        assert "usage:" in r.stderr
+
+
+def test_help_and_version():
+    r = subprocess.run([CRIER, "--help"], capture_output=True, text=True)
+    assert r.returncode == 0 and "usage: crier <command>" in r.stdout
+    r = subprocess.run([CRIER, "say", "--help"], capture_output=True, text=True)
+    assert r.returncode == 0 and "--output FILE.wav" in r.stdout
+    r = subprocess.run([CRIER, "--version"], capture_output=True, text=True)
+    assert r.stdout.startswith("crier ")
+
+
+def test_missing_named_config_is_a_runtime_error(box):
+    r = box.run("say", "--config", str(box.tmp / "nope.conf"), "--print", "x")
+    assert r.returncode == 1
+    assert "nope.conf: no such file" in r.stderr
+
+
+def test_bad_espeak_data_path_is_an_error_not_an_exit(box):
+    box.write_conf("speech.data_path = /nonexistent/espeak-data\n")
+    r = box.run("say", "--output", str(box.tmp / "x.wav"), "hello")
+    assert r.returncode == 1
+    assert "espeak-ng could not start (data directory '/nonexistent/espeak-data'" in r.stderr
+    assert "speech.data_path in crier.conf" in r.stderr

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# Builds the Crier Debian package: out/crier_<version>_<arch>.deb
+#
+#   scripts/build-deb.sh [--binary PATH] [--version V] [--out DIR]
+#
+#   --binary PATH  package this crier binary (built elsewhere with
+#                  `swift build -c release --static-swift-stdlib`); it is stripped on the way.
+#                  Without it the release binary is built here first.
+#   --version V    package version; default: `crier --version`, else `git describe`.
+#   --out DIR      output directory (default: out/ in the repository).
+#   --fast         gzip -1 instead of xz -6: for tests (xz takes ~1 min for a 58 MB binary
+#                  on one core; the package is otherwise identical).
+#
+# The package holds the binary, the systemd unit, sysusers/tmpfiles entries, the gpio udev
+# rule, systemd's watchdog drop-in, the example configs (crier.conf, asound.conf, config.txt)
+# and the docs. Depends are computed from the binary with dpkg-shlibdeps, plus the data the
+# runtime reads (espeak-ng-data). Build on the architecture you package for (arm64 for a Pi):
+# the Architecture field is the build machine's (`dpkg --print-architecture`), and the binary
+# must match it. Needs no root: dpkg-deb --root-owner-group.
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+cd "$ROOT"
+
+BINARY="" VERSION="" OUT="$ROOT/out" COMPRESS=(-Zxz)
+while (($#)); do
+  case "$1" in
+    --binary) BINARY="$2"; shift 2 ;;
+    --version) VERSION="$2"; shift 2 ;;
+    --out) OUT="$2"; shift 2 ;;
+    --fast) COMPRESS=(-Zgzip -z1); shift ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    *) echo "build-deb: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+# --- tools (idempotent) -----------------------------------------------------------------------
+need=()
+for p in dpkg-dev binutils file; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
+done
+if ((${#need[@]})); then
+  echo "build-deb: installing ${need[*]}" >&2
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  APT=($SUDO apt-get -o DPkg::Lock::Timeout=600)
+  DEBIAN_FRONTEND=noninteractive "${APT[@]}" install -y -qq --no-install-recommends "${need[@]}" >/dev/null ||
+    { "${APT[@]}" update -qq && DEBIAN_FRONTEND=noninteractive "${APT[@]}" install -y -qq --no-install-recommends "${need[@]}" >/dev/null; }
+fi
+
+# --- the binary -------------------------------------------------------------------------------
+if [ -z "$BINARY" ]; then
+  echo "== swift build -c release --static-swift-stdlib" >&2
+  t0=$(date +%s)
+  swift build -c release --static-swift-stdlib --product crier 2>&1 | tail -n 3 >&2
+  BINARY="$(swift build -c release --static-swift-stdlib --show-bin-path)/crier"
+  echo "build-deb: release build took $(( $(date +%s) - t0 )) s" >&2
+fi
+[ -x "$BINARY" ] || { echo "build-deb: $BINARY is not an executable" >&2; exit 1; }
+
+if readelf -d "$BINARY" | grep -q 'NEEDED.*libswift'; then
+  echo "build-deb: $BINARY loads the Swift runtime as a shared library; build it with" \
+       "swift build -c release --static-swift-stdlib (the target has no Swift .so)" >&2
+  exit 1
+fi
+
+ARCH="$(dpkg --print-architecture)"
+elf_machine="$(readelf -h "$BINARY" | sed -n 's/^ *Machine: *//p')"
+case "$elf_machine" in
+  *X86-64*) elf_arch=amd64 ;;
+  *AArch64*) elf_arch=arm64 ;;
+  *ARM*) elf_arch=armhf ;;
+  *) elf_arch="unknown ($elf_machine)" ;;
+esac
+if [ "$elf_arch" != "$ARCH" ]; then
+  echo "build-deb: $BINARY is $elf_arch but this machine packages $ARCH; build the .deb on a $elf_arch Debian" >&2
+  exit 1
+fi
+
+# --- version ----------------------------------------------------------------------------------
+if [ -z "$VERSION" ]; then
+  VERSION="$("$BINARY" --version 2>/dev/null | grep -oE '[0-9]+\.[0-9]+(\.[0-9]+)?([~+.-][0-9A-Za-z.~+-]*)?' | head -n1 || true)"
+fi
+if [ -z "$VERSION" ]; then
+  d="$(git describe --tags --always --dirty 2>/dev/null || echo unknown)"
+  if [[ "$d" =~ ^v?[0-9] ]]; then VERSION="${d#v}"; else VERSION="0.0.0+git.${d}"; fi
+  VERSION="${VERSION//-/+}"   # a native package's version has no '-'
+fi
+[[ "$VERSION" =~ ^[0-9][0-9A-Za-z.+~]*$ ]] || { echo "build-deb: bad version '$VERSION'" >&2; exit 1; }
+
+# Reproducible: every timestamp is the last commit's.
+export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}"
+
+# --- the tree ---------------------------------------------------------------------------------
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+PKG="$WORK/crier"
+DOC="$PKG/usr/share/doc/crier"
+install -d "$PKG/DEBIAN" "$PKG/usr/bin" "$DOC" "$PKG/usr/share/crier" "$PKG/usr/share/man/man1" \
+  "$PKG/lib/systemd/system" "$PKG/lib/udev/rules.d" "$PKG/usr/lib/sysusers.d" \
+  "$PKG/usr/lib/tmpfiles.d" "$PKG/usr/lib/systemd/system.conf.d"
+
+install -m 0755 "$BINARY" "$PKG/usr/bin/crier"
+strip --strip-unneeded --remove-section=.comment --remove-section=.note "$PKG/usr/bin/crier"
+
+B="$ROOT/board"
+install -m 0644 "$B/systemd/crier.service" "$PKG/lib/systemd/system/crier.service"
+install -m 0644 "$B/systemd/crier.sysusers" "$PKG/usr/lib/sysusers.d/crier.conf"
+install -m 0644 "$B/systemd/crier.tmpfiles" "$PKG/usr/lib/tmpfiles.d/crier.conf"
+install -m 0644 "$B/systemd/system.conf.d/watchdog.conf" "$PKG/usr/lib/systemd/system.conf.d/crier-watchdog.conf"
+install -m 0644 "$B/udev/60-crier-gpio.rules" "$PKG/lib/udev/rules.d/60-crier-gpio.rules"
+# Examples the postinst and the image recipe use (not under /usr/share/doc, which may be
+# excluded by dpkg path-exclude on small systems).
+install -m 0644 "$B/crier.conf" "$PKG/usr/share/crier/crier.conf"
+install -m 0644 "$B/asound.conf" "$PKG/usr/share/crier/asound.conf"
+install -m 0644 "$B/raspberrypi/config.txt" "$PKG/usr/share/crier/config.txt"
+install -m 0644 "$B/systemd/kiosk.conf" "$PKG/usr/share/crier/kiosk.conf"
+
+install -m 0644 "$B/debian/copyright" "$DOC/copyright"
+for f in docs/hardware.md docs/install-on-pi.md docs/wiring.svg board/raspberrypi/cmdline.md; do
+  install -m 0644 "$f" "$DOC/$(basename "$f")"
+done
+for f in README.md docs/configuration.md docs/protocol.md; do   # when the runtime has them
+  if [ -f "$f" ]; then install -m 0644 "$f" "$DOC/$(basename "$f")"; fi
+done
+gzip -9n < "$B/debian/crier.1" > "$PKG/usr/share/man/man1/crier.1.gz"
+
+maint="${CRIER_MAINTAINER:-Crier maintainers <crier@example.org>}"
+commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+{
+  echo "crier ($VERSION) stable; urgency=medium"
+  echo
+  echo "  * Built from git commit $commit with scripts/build-deb.sh."
+  echo
+  echo " -- $maint  $(date -u -R -d "@$SOURCE_DATE_EPOCH")"
+} | gzip -9n > "$DOC/changelog.gz"
+
+install -m 0755 "$B/debian/postinst" "$B/debian/prerm" "$B/debian/postrm" "$PKG/DEBIAN/"
+
+# --- Depends ----------------------------------------------------------------------------------
+# dpkg-shlibdeps wants a debian/control next to it; a minimal one in the work dir.
+mkdir -p "$WORK/src/debian"
+printf 'Source: crier\n\nPackage: crier\nArchitecture: any\n' > "$WORK/src/debian/control"
+shlibs="$(cd "$WORK/src" && dpkg-shlibdeps -O -e"$PKG/usr/bin/crier" 2>"$WORK/shlibdeps.err" | sed -n 's/^shlibs:Depends=//p')" ||
+  { cat "$WORK/shlibdeps.err" >&2; exit 1; }
+grep -v "^dpkg-shlibdeps: warning: binaries to analyze should already be installed" "$WORK/shlibdeps.err" >&2 || true
+depends="$shlibs"
+# What the runtime needs even when a library is not (yet) linked: the product contract.
+for lib in libasound2 libgpiod2 libespeak-ng1; do
+  if ! grep -qE "(^|, )$lib( |,|$)" <<<"$depends"; then
+    echo "build-deb: warning: the binary does not link $lib; adding it unversioned" >&2
+    depends="$depends, $lib"
+  fi
+done
+# espeak-ng's voices; systemd-sysusers for the postinst (systemd ships it).
+depends="$depends, espeak-ng-data, systemd | systemd-standalone-sysusers"
+
+installed_size="$(du -sk --exclude=DEBIAN "$PKG" | cut -f1)"
+cat > "$PKG/DEBIAN/control" <<CONTROL
+Package: crier
+Version: $VERSION
+Architecture: $ARCH
+Maintainer: $maint
+Installed-Size: $installed_size
+Depends: $depends
+Section: sound
+Priority: optional
+Homepage: https://example.org/crier
+Description: kiosk order speaker for the Raspberry Pi
+ Crier holds a connection to a shop's order server and speaks every order
+ (espeak-ng, Chinese or English) through an always-open ALSA stream, so
+ amplifiers never pop or cut the first syllable. GPIO push buttons (libgpiod)
+ change the volume, mute, replay the last orders and acknowledge repeats.
+ .
+ The package installs a hardened systemd service (Type=notify with a
+ watchdog), its user and state directory, a udev rule for /dev/gpiochip*,
+ systemd's hardware-watchdog setting, and example configuration for the
+ boot partition (/boot/firmware/crier.conf).
+CONTROL
+
+(cd "$PKG" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z |
+  xargs -0 md5sum > DEBIAN/md5sums)
+chmod 0644 "$PKG/DEBIAN/control" "$PKG/DEBIAN/md5sums"
+find "$PKG" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+
+mkdir -p "$OUT"
+DEB="$OUT/crier_${VERSION}_${ARCH}.deb"
+dpkg-deb --root-owner-group "${COMPRESS[@]}" --build "$PKG" "$DEB" >/dev/null
+echo "build-deb: $DEB ($(du -k "$DEB" | cut -f1) KiB; Depends: $depends)" >&2
+echo "$DEB"
