@@ -9,7 +9,8 @@
 #       device becomes a "file" PCM recording to /tmp; crier can then speak and ack "spoken".
 #  2. starts `crier order-sim` on the host loopback, boots the copy with the kernel/initrd of the
 #     build (IMAGE's .vmlinuz/.initrd/.cmdline), -nographic, serial console captured to a file,
-#     network ONLY -nic user,restrict=on,guestfwd=tcp:10.0.2.100:7000-tcp:127.0.0.1:PORT
+#     network ONLY -nic user,restrict=on,guestfwd=tcp:10.0.2.100:7000-... to 127.0.0.1:PORT
+#     (per connection through socat; BOOT_TEST_GUESTFWD=tcp for QEMU's single tcp chardev)
 #  3. waits (bounded, BOOT_TIMEOUT=180 s) for crier's "runtime: ready" line on the serial
 #     console, sends one order, waits for the server's "status=spoken" ack and crier's
 #     "alert: spoken" line, powers the VM off (ACPI), prints sizes and boot-to-ready time.
@@ -32,7 +33,7 @@ say() { printf '[boot-test %6ss] %s\n' "$(elapsed "$T0")" "$*"; }
 
 # ---- host tools ------------------------------------------------------------------------------
 missing=()
-for p in qemu-system-x86 mtools e2fsprogs fdisk xz-utils python3; do
+for p in qemu-system-x86 mtools e2fsprogs fdisk xz-utils python3 socat iproute2; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then
@@ -141,11 +142,11 @@ if ((HAVE_CRIER)); then
     [ -z "$HOST_BIN" ] && [ -x "$c" ] && HOST_BIN="$c"
   done
   [ -n "$HOST_BIN" ] || fail "no host crier for order-sim: run 'swift build' (or set CRIER_HOST_BIN)"
-  say "order server: $HOST_BIN order-sim --port $PORT --every 0"
+  say "order server: $HOST_BIN order-sim --host 127.0.0.1 --port $PORT --every 0"
   # Its stdin is a FIFO held open read-write here (opening it read-only would block until a
   # writer appears); each line written to fd 4 is one order.
   exec 4<>"$WORK/orders"
-  "$HOST_BIN" order-sim --port "$PORT" --every 0 <&4 > "$WORK/server.log" 2>&1 &
+  "$HOST_BIN" order-sim --host 127.0.0.1 --port "$PORT" --every 0 <&4 > "$WORK/server.log" 2>&1 &
   SIM_PID=$!
   READY_RE='runtime: ready'
 else
@@ -189,6 +190,17 @@ done
 ss -Hltn "sport = :$PORT" | grep -q . || fail "the order server does not listen on 127.0.0.1:$PORT"
 
 # ---- boot ------------------------------------------------------------------------------------
+# The VM's only network: slirp with restrict=on (no route out), where 10.0.2.100:7000 is
+# forwarded to the server on the host loopback. Default: per guest connection, slirp runs
+# `socat - TCP:127.0.0.1:PORT`, so the server sees every connect and close of crier.
+# BOOT_TEST_GUESTFWD=tcp: QEMU's own chardev instead (guestfwd=...-tcp:127.0.0.1:PORT), ONE
+# connection made when QEMU starts and kept across guest connections: the order server drops
+# it after 45 s without a hello (a slow TCG boot) and never sees crier reconnect.
+if [ "${BOOT_TEST_GUESTFWD:-cmd}" = tcp ]; then
+  GUESTFWD="guestfwd=tcp:10.0.2.100:7000-tcp:127.0.0.1:$PORT"
+else
+  GUESTFWD="guestfwd=tcp:10.0.2.100:7000-cmd:socat - TCP:127.0.0.1:$PORT"
+fi
 MON_PORT=$(free_port)
 CMDLINE="$(cat "$base.cmdline") systemd.show_status=1"
 say "booting $(basename "$IMG") (TCG, $(nproc) host cores): $CMDLINE"
@@ -197,7 +209,7 @@ qemu-system-x86_64 -accel tcg -machine q35 -cpu max -smp "${QEMU_SMP:-2}" -m "${
   -nographic -no-reboot \
   -kernel "$base.vmlinuz" -initrd "$base.initrd" -append "$CMDLINE" \
   -drive "file=$DISK,format=raw,if=virtio" \
-  -nic "user,model=virtio-net-pci,restrict=on,guestfwd=tcp:10.0.2.100:7000-tcp:127.0.0.1:$PORT" \
+  -nic "user,model=virtio-net-pci,restrict=on,$GUESTFWD" \
   -chardev "file,id=serial0,path=$SERIAL" -serial chardev:serial0 \
   -monitor "tcp:127.0.0.1:$MON_PORT,server=on,wait=off" \
   < /dev/null > "$WORK/qemu.out" 2>&1 &

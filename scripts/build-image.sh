@@ -108,6 +108,10 @@ args=(
 )
 # The .deb by path: apt resolves its Depends from the mirror; mmdebstrap's own hook makes the
 # file visible inside the chroot under the same path and removes it afterwards.
+# Per-arch dpkg path-excludes (image/packages/<arch>.path-exclude), e.g. unused kernel modules.
+if [ -f "$ROOT/image/packages/$ARCH.path-exclude" ]; then
+  while read -r pat; do args+=(--dpkgopt="path-exclude=$pat"); done < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$ROOT/image/packages/$ARCH.path-exclude")
+fi
 [ -n "$DEB" ] && args+=(--include="$DEB" --hook-dir=/usr/share/mmdebstrap/hooks/file-mirror-automount)
 [ "$ARCH" = arm64 ] && args+=(--customize-hook='"$CRIER_IMAGE_DIR/hooks/customize-raspi.sh" "$1"')
 args+=(--customize-hook='"$CRIER_IMAGE_DIR/hooks/customize-final.sh" "$1"')
