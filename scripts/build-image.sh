@@ -2,6 +2,8 @@
 # Builds a flashable Crier disk image (MBR: FAT32 boot + ext4 root) from Debian 12 packages.
 #
 #   scripts/build-image.sh --arch amd64|arm64 [--deb FILE] [--out FILE] [--mirror URL] [--no-xz]
+#                          [--reuse-root]   (development: keep the root tree of the last build
+#                                            if its mmdebstrap run succeeded; skips step 2)
 #
 # The recipe is image/ (package lists, mmdebstrap hooks, overlay files); this script only runs
 # it and assembles the disk without loop mounts: mmdebstrap into a directory, mkfs.vfat + mcopy
@@ -14,9 +16,9 @@
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
-ARCH="" DEB="" OUT="" MIRROR="http://deb.debian.org/debian" XZ=1
+ARCH="" DEB="" OUT="" MIRROR="http://deb.debian.org/debian" XZ=1 REUSE=0
 SUITE=bookworm
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 while (($#)); do
   case "$1" in
     --arch) ARCH="$2"; shift 2 ;;
@@ -24,6 +26,7 @@ while (($#)); do
     --out) OUT="$2"; shift 2 ;;
     --mirror) MIRROR="$2"; shift 2 ;;
     --no-xz) XZ=0; shift ;;
+    --reuse-root) REUSE=1; shift ;;
     -h|--help) usage 0 ;;
     *) echo "build-image: unknown argument $1" >&2; usage ;;
   esac
@@ -79,59 +82,66 @@ if [ "$ARCH" = arm64 ] && [ "$(dpkg --print-architecture)" != arm64 ]; then
 fi
 
 # ---- 2. root file system ---------------------------------------------------------------------
-step "mmdebstrap $SUITE $ARCH (log: $(basename "$LOG"))"
-rm -rf "$WORK"; mkdir -p "$WORK"
-: > "$LOG"
-pkglist() { sed -e 's/#.*//' "$@" | tr -s ' \t\n' '\n' | sed '/^$/d' | paste -sd, -; }
-PKGS="$(pkglist "$ROOT/image/packages/common.list" "$ROOT/image/packages/$ARCH.list")"
-COMPONENTS=main
-[ "$ARCH" = arm64 ] && COMPONENTS="main non-free-firmware"
-export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || date +%s)}"
-export CRIER_IMAGE_DIR="$ROOT/image" CRIER_REPO_DIR="$ROOT" CRIER_ARCH="$ARCH"
-args=(
-  --mode=root --variant=minbase
-  # merged /usr through mmdebstrap's own hook (else apt picks usrmerge, which pulls in 50 MB of perl)
-  --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr --arch="$ARCH" --format=directory
-  --include="$PKGS"
-  --aptopt='APT::Install-Recommends "false"'
-  # Trim what a kiosk never reads; copyright files and crier's own docs stay.
-  --dpkgopt='path-exclude=/usr/share/man/*'
-  --dpkgopt='path-exclude=/usr/share/info/*'
-  --dpkgopt='path-exclude=/usr/share/locale/*'
-  --dpkgopt='path-include=/usr/share/locale/locale.alias'
-  --dpkgopt='path-exclude=/usr/share/doc/*'
-  --dpkgopt='path-include=/usr/share/doc/*/copyright'
-  --dpkgopt='path-include=/usr/share/doc/crier/*'
-  --setup-hook='"$CRIER_IMAGE_DIR/hooks/setup.sh" "$1"'
-  --customize-hook='"$CRIER_IMAGE_DIR/hooks/customize-system.sh" "$1"'
-  --customize-hook='"$CRIER_IMAGE_DIR/hooks/customize-crier.sh" "$1"'
-)
-# The .deb by path: apt resolves its Depends from the mirror; mmdebstrap's own hook makes the
-# file visible inside the chroot under the same path and removes it afterwards.
-# Per-arch dpkg path-excludes (image/packages/<arch>.path-exclude), e.g. unused kernel modules.
-if [ -f "$ROOT/image/packages/$ARCH.path-exclude" ]; then
-  while read -r pat; do args+=(--dpkgopt="path-exclude=$pat"); done < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$ROOT/image/packages/$ARCH.path-exclude")
+if ((REUSE)) && [ -d "$WORK/root/etc" ] && tail -n 1 "$LOG" 2>/dev/null | grep -q '^I: success'; then
+  step "mmdebstrap: reusing $WORK/root (--reuse-root)"
+  export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || date +%s)}"
+  COMPONENTS=main; [ "$ARCH" = arm64 ] && COMPONENTS="main non-free-firmware"
+  rm -rf "$WORK/bootfs" "$WORK/boot.vfat" "$WORK/root.ext4"
+else
+  step "mmdebstrap $SUITE $ARCH (log: $(basename "$LOG"))"
+  rm -rf "$WORK"; mkdir -p "$WORK"
+  : > "$LOG"
+  pkglist() { sed -e 's/#.*//' "$@" | tr -s ' \t\n' '\n' | sed '/^$/d' | paste -sd, -; }
+  PKGS="$(pkglist "$ROOT/image/packages/common.list" "$ROOT/image/packages/$ARCH.list")"
+  COMPONENTS=main
+  [ "$ARCH" = arm64 ] && COMPONENTS="main non-free-firmware"
+  export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || date +%s)}"
+  export CRIER_IMAGE_DIR="$ROOT/image" CRIER_REPO_DIR="$ROOT" CRIER_ARCH="$ARCH"
+  args=(
+    --mode=root --variant=minbase
+    # merged /usr through mmdebstrap's own hook (else apt picks usrmerge, which pulls in 50 MB of perl)
+    --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr --arch="$ARCH" --format=directory
+    --include="$PKGS"
+    --aptopt='APT::Install-Recommends "false"'
+    # Trim what a kiosk never reads; copyright files and crier's own docs stay.
+    --dpkgopt='path-exclude=/usr/share/man/*'
+    --dpkgopt='path-exclude=/usr/share/info/*'
+    --dpkgopt='path-exclude=/usr/share/locale/*'
+    --dpkgopt='path-include=/usr/share/locale/locale.alias'
+    --dpkgopt='path-exclude=/usr/share/doc/*'
+    --dpkgopt='path-include=/usr/share/doc/*/copyright'
+    --dpkgopt='path-include=/usr/share/doc/crier/*'
+    --setup-hook='"$CRIER_IMAGE_DIR/hooks/setup.sh" "$1"'
+    --customize-hook='"$CRIER_IMAGE_DIR/hooks/customize-system.sh" "$1"'
+    --customize-hook='"$CRIER_IMAGE_DIR/hooks/customize-crier.sh" "$1"'
+  )
+  # The .deb by path: apt resolves its Depends from the mirror; mmdebstrap's own hook makes the
+  # file visible inside the chroot under the same path and removes it afterwards.
+  # Per-arch dpkg path-excludes (image/packages/<arch>.path-exclude), e.g. unused kernel modules.
+  if [ -f "$ROOT/image/packages/$ARCH.path-exclude" ]; then
+    while read -r pat; do args+=(--dpkgopt="path-exclude=$pat"); done < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$ROOT/image/packages/$ARCH.path-exclude")
+  fi
+  [ -n "$DEB" ] && args+=(--include="$DEB" --hook-dir=/usr/share/mmdebstrap/hooks/file-mirror-automount)
+  [ "$ARCH" = arm64 ] && args+=(--customize-hook='"$CRIER_IMAGE_DIR/hooks/customize-raspi.sh" "$1"')
+  args+=(--customize-hook='"$CRIER_IMAGE_DIR/hooks/customize-final.sh" "$1"')
+  mmdebstrap "${args[@]}" "$SUITE" "$WORK/root" \
+    "deb $MIRROR $SUITE $COMPONENTS" \
+    "deb $MIRROR $SUITE-updates $COMPONENTS" \
+    "deb ${MIRROR%/debian}/debian-security $SUITE-security $COMPONENTS" \
+    >>"$LOG" 2>&1 &
+  mm=$!
+  # mmdebstrap's own phase lines and our hooks' lines as progress; everything else in the log.
+  shown=0
+  show_progress() {
+    local n; n=$(wc -l < "$LOG")
+    sed -n "$((shown + 1)),${n}p" "$LOG" |
+      grep -E '^(I: (running|installing|downloading|extracting|cleaning|success)|customize-|E:)' | sed 's/^/  /' || true
+    shown=$n
+  }
+  while kill -0 $mm 2>/dev/null; do show_progress; sleep 2; done
+  wait $mm || { show_progress; tail -n 40 "$LOG" >&2; fail "mmdebstrap failed"; }
+  show_progress
 fi
-[ -n "$DEB" ] && args+=(--include="$DEB" --hook-dir=/usr/share/mmdebstrap/hooks/file-mirror-automount)
-[ "$ARCH" = arm64 ] && args+=(--customize-hook='"$CRIER_IMAGE_DIR/hooks/customize-raspi.sh" "$1"')
-args+=(--customize-hook='"$CRIER_IMAGE_DIR/hooks/customize-final.sh" "$1"')
-mmdebstrap "${args[@]}" "$SUITE" "$WORK/root" \
-  "deb $MIRROR $SUITE $COMPONENTS" \
-  "deb $MIRROR $SUITE-updates $COMPONENTS" \
-  "deb ${MIRROR%/debian}/debian-security $SUITE-security $COMPONENTS" \
-  >>"$LOG" 2>&1 &
-mm=$!
-# mmdebstrap's own phase lines and our hooks' lines as progress; everything else in the log.
-shown=0
-show_progress() {
-  local n; n=$(wc -l < "$LOG")
-  sed -n "$((shown + 1)),${n}p" "$LOG" |
-    grep -E '^(I: (running|installing|downloading|extracting|cleaning|success)|customize-|E:)' | sed 's/^/  /' || true
-  shown=$n
-}
-while kill -0 $mm 2>/dev/null; do show_progress; sleep 2; done
-wait $mm || { show_progress; tail -n 40 "$LOG" >&2; fail "mmdebstrap failed"; }
-show_progress
 R="$WORK/root"
 
 # ---- 3. manifest -----------------------------------------------------------------------------
@@ -182,7 +192,7 @@ used=$(du -sm "$R" | cut -f1)
 ROOT_MB=$(( (used * 105 / 100 + 48 + 3) / 4 * 4 ))
 rm -f "$WORK/root.ext4"; truncate -s "${ROOT_MB}M" "$WORK/root.ext4"
 E2FSPROGS_FAKE_TIME=$SOURCE_DATE_EPOCH mkfs.ext4 -q -F -L crier-root -m 1 -J size=8 -d "$R" "$WORK/root.ext4" "${ROOT_MB}M"
-e2fsck -fn "$WORK/root.ext4" >/dev/null || fail "e2fsck found errors in the new root file system"
+e2fsck -fn "$WORK/root.ext4" >/dev/null 2>&1 || fail "e2fsck found errors in the new root file system"
 echo "  ${ROOT_MB} MiB, ${used} MiB used"
 
 # ---- 6. disk image ---------------------------------------------------------------------------
