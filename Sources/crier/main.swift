@@ -13,6 +13,7 @@ let usage = """
       demo           the reference order server on loopback plus the daemon, in one command
       order-sim      the reference order server (sends orders, prints every ack)
       say TEXT...    speak TEXT on the configured device, or write it to a WAV file
+      status         what the running daemon is doing (--json for machines)
       check-config   validate a config file and print the effective configuration
       config         print a fully commented example config (--example)
 
@@ -175,6 +176,15 @@ case "order-sim":
     a.noUnknownOptions()
     guard a.rest.isEmpty else { fail("order-sim takes no arguments", help) }
     exit(OrderSimCommand.run(o))
+case "status":
+    let help = "usage: crier status [--config FILE] [--json]   ask the running daemon (its control socket)"
+    var a = Args(rest: argv, help: help)
+    if a.flag("--help") { print(help); exit(0) }
+    let file = a.value("--config")
+    let json = a.flag("--json")
+    a.noUnknownOptions()
+    guard a.rest.isEmpty else { fail("status takes no arguments", help) }
+    exit(StatusCommand.run(configPath: file, json: json))
 case "check-config":
     let help = "usage: crier check-config [FILE]   (default \(CrierConfig.defaultPath))"
     var a = Args(rest: argv, help: help)

@@ -154,6 +154,7 @@ public struct LogConfig: Sendable, Equatable {
     public var level: LogLevel = .info
     public var serial = ""
     public var serialBaud = 115200
+    public var controlSocket = "/run/crier/control.sock"
 
     /// Speeds `log.serial_baud` accepts (those termios names on Linux).
     public static let serialBaudRates = [9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600]
@@ -349,6 +350,9 @@ extension CrierConfig {
                   apply: { c, v throws(ConfigValueError) in
                       c.log.level = LogLevel(name: try ConfigValue.choice(v.lowercased(), ["error", "warning", "warn", "notice", "info", "debug"]))!
                   }, render: { $0.log.level.label.lowercased() == "warn" ? "warning" : $0.log.level.label.lowercased() }),
+        ConfigKey("control.socket", section: "log", default: "/run/crier/control.sock",
+                  doc: "Unix socket `crier status` and `crier say` use to reach the running daemon; empty: none.",
+                  apply: { c, v in c.log.controlSocket = v }, render: { $0.log.controlSocket }),
         ConfigKey("log.serial", section: "log", default: "",
                   doc: "Also write every log line to this serial port (e.g. /dev/serial0), 8N1, never blocking: lines are dropped and counted if it cannot keep up. Empty: off.",
                   apply: { c, v throws(ConfigValueError) in
