@@ -270,6 +270,12 @@ public final class AudioEngine: Sendable {
             let safety = max(device.format.frames(ms: 4), period / 4)
             let pollFDs = device.selfPaced ? [] : device.pollDescriptors()
 
+            let (lg, eng, dev) = (log, engine, config.device)
+            func recovered(_ e: AudioError) {
+                lg.warning("\(e.operation == "underrun" ? "underrun" : "suspended"), recovered", ["device": dev])
+                eng.statsBox.withLock { $0.recoveries += 1 }
+            }
+
             func playedPosition() -> UInt64 {
                 if device.selfPaced { return UInt64(max(0, (Monotonic.now() - t0) * rate)) }
                 return written - UInt64(min(Int(written), device.delay()))
@@ -303,17 +309,14 @@ public final class AudioEngine: Sendable {
                     room = Int(max(0, due - Int64(written)))
                 } else {
                     ahead = device.bufferFrames
-                    room = try device.avail()
+                    room = try device.avail(onRecover: recovered)
                 }
                 while room >= period || (added && room > 0 && device.selfPaced) {
                     let n = min(period, room)
                     let before = written
                     let r = buf.withUnsafeMutableBufferPointer { mixer.render(into: $0, frames: n) }
                     try buf.withUnsafeBufferPointer { b throws(AudioError) in
-                        try device.write(b, frames: n) { e in
-                            log.warning("\(e.operation == "underrun" ? "underrun" : "suspended"), recovered", ["device": config.device])
-                            engine.statsBox.withLock { $0.recoveries += 1 }
-                        }
+                        try device.write(b, frames: n, onRecover: recovered)
                     }
                     written += UInt64(n)
                     room -= n

@@ -81,8 +81,9 @@ final class PCMDevice {
         defer { snd_pcm_sw_params_free(sw) }
         try check("sw_params_current", snd_pcm_sw_params_current(pcm, sw))
         try check("set_avail_min", snd_pcm_sw_params_set_avail_min(pcm, sw, period))
-        // Start as soon as the first period is in; the engine keeps it full from then on.
-        try check("set_start_threshold", snd_pcm_sw_params_set_start_threshold(pcm, sw, period))
+        // Start once the whole buffer is queued: starting on the first period leaves a slow
+        // machine one period to fill the rest, and it underruns before the first word.
+        try check("set_start_threshold", snd_pcm_sw_params_set_start_threshold(pcm, sw, buffer))
         try check("sw_params", snd_pcm_sw_params(pcm, sw))
 
         let type = snd_pcm_type(pcm)
@@ -120,11 +121,14 @@ final class PCMDevice {
     }
 
     /// Frames free in the ring buffer (recovering an xrun first if there is one).
-    func avail() throws(AudioError) -> Int {
+    func avail(onRecover: (AudioError) -> Void) throws(AudioError) -> Int {
         let a = snd_pcm_avail_update(handle)
         if a < 0 {
             let code = Int32(a)
-            if code == -EPIPE || code == -ESTRPIPE, snd_pcm_recover(handle, code, 1) >= 0 { return bufferFrames }
+            if code == -EPIPE || code == -ESTRPIPE, snd_pcm_recover(handle, code, 1) >= 0 {
+                onRecover(PCMDevice.error(name, code == -EPIPE ? "underrun" : "suspend", code))
+                return bufferFrames
+            }
             var e = PCMDevice.error(name, "avail", code)
             e.kind = .lost
             throw e

@@ -28,6 +28,9 @@ public actor Daemon {
     /// The prompt being said: an arriving order cuts it short (prompts never delay an order).
     var currentPrompt: UInt64?
     var gains = OutputGain(prompts: 1, alerts: 1, holdAlerts: false)
+    /// `audio.mixer`: the volume goes to this ALSA element instead of the software gain.
+    var hardwareVolume: HardwareVolume?
+    var hardwareVolumeError: String?
 
     var linkUp = false
     var linkDownSince: Double?
@@ -293,7 +296,7 @@ public actor Daemon {
         case .setGain(let g):
             let wasHeld = gains.holdAlerts
             gains = g
-            engine.setGain(g.alerts)
+            applyVolume(g.alerts)
             if wasHeld && !g.holdAlerts { log.info("mute ended; saying held alerts", ["waiting": queue.waitingCount]) }
         case .replay(let back):
             if queue.replay(stepsBack: back) == nil { buttonPrompts.append(.noOrders) }
@@ -305,6 +308,30 @@ public actor Daemon {
             break  // the button service writes its own state file
         }
         poke()
+    }
+
+    /// Puts the volume on the configured mixer element, or on the engine's software gain when
+    /// there is none (or it cannot be opened: logged once, retried on the next change).
+    func applyVolume(_ gain: Double) {
+        if !config.audio.mixer.isEmpty && hardwareVolume == nil {
+            let card = HardwareVolume.card(forDevice: config.audio.device)
+            do throws(HardwareVolume.Failure) {
+                hardwareVolume = try HardwareVolume(card: card, element: config.audio.mixer)
+                log.info("volume on mixer element", ["card": card, "element": config.audio.mixer])
+                hardwareVolumeError = nil
+            } catch {
+                if hardwareVolumeError != error.message {
+                    log.error("\(error.message); using software volume until it appears")
+                    hardwareVolumeError = error.message
+                }
+            }
+        }
+        if let hw = hardwareVolume {
+            hw.set(gain: gain)
+            engine.setGain(1)
+        } else {
+            engine.setGain(gain)
+        }
     }
 
     // MARK: status

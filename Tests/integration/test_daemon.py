@@ -323,3 +323,25 @@ def test_idle_keepalive_cpu_on_null_pcm(box):
     print("\nidle keep-alive on null PCM: %.2f %% of one core, %.0f context switches/s over %.1f s" % (
         100 * (c1 - c0) / (t1 - t0), (s1 - s0) / (t1 - t0), t1 - t0))
     assert (c1 - c0) / (t1 - t0) < 0.5, "nowhere near spinning a core"
+
+
+def test_link_down_prompt_is_spoken_and_no_order_is_needed_to_start(box):
+    # Nothing listens on this port: the link keeps retrying, the box says so.
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    box.write_conf("server = tcp://127.0.0.1:%d\nstatus.link_down_after = 1\ninput = fifo:%s\nstate.path = %s\n" % (
+        port, box.tmp / "b.fifo", box.tmp / "state"))
+    crier = Proc([CRIER, "run", "--config", box.conf], env=box.env)
+    try:
+        crier.wait_for(r"INFO runtime: said prompt=started text=音箱已启动")
+        crier.wait_for(r"WARN link: cannot reach order server")
+        crier.wait_for(r"INFO runtime: said prompt=link_down text=服务连接失败，请检查网络", timeout=20)
+    finally:
+        rc = crier.stop()
+    assert rc == 0
+    err = "\n".join(crier.lines())
+    assert len(re.findall(r"WARN link: cannot reach", err)) == 1, "logged once, not per retry"
+    rate, _, x = read_wav(box.capture)
+    assert first_loud(x) is not None

@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# Real-kernel hardware tests: Crier against GPIO (gpio-sim) and ALSA (snd-aloop, snd-dummy) of a
+# Debian 12 kernel booted under QEMU (TCG). See docs/vm-tests.md.
+#
+#   scripts/vm-test.sh prepare       download + build kernel, gpio-sim, initramfs (cached)
+#   scripts/vm-test.sh smoke         boot and check the simulated hardware itself
+#   scripts/vm-test.sh SCENARIO...   run scripts/vm/scenarios/SCENARIO.sh in the VM (in order)
+#   scripts/vm-test.sh all           smoke + every numbered Crier scenario that exists
+#
+# Environment:
+#   CRIER_CACHE   cache dir (default /var/cache/crier-vm if writable, else REPO/.cache/vm)
+#   CRIER_BIN     crier binary used in the guest and on the host (default REPO/.build/debug/crier)
+#   CRIER_VM_KVM=1      use KVM instead of TCG (opt-in; does not work on the CI machines)
+#   CRIER_VM_VERBOSE=1  stream the guest console while it runs
+#   CRIER_VM_TIMEOUT    seconds before a VM run is killed (default 180)
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+VMDIR="$ROOT/scripts/vm"
+
+log() { echo "vm-test: $*" >&2; }
+die() { echo "vm-test: ERROR: $*" >&2; exit 1; }
+
+if [ -z "${CRIER_CACHE:-}" ]; then
+  if mkdir -p /var/cache/crier-vm 2>/dev/null && [ -w /var/cache/crier-vm ]; then
+    CRIER_CACHE=/var/cache/crier-vm
+  else
+    CRIER_CACHE="$ROOT/.cache/vm"
+  fi
+fi
+mkdir -p "$CRIER_CACHE"
+export CRIER_CACHE
+
+SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+APT_LOCK=(-o DPkg::Lock::Timeout=600)
+
+# ---------------------------------------------------------------------------------------------
+# Host packages. The guest's userland IS the host's (root shared read-only over 9p), so the
+# tools the guest scenarios use (aplay/arecord/amixer, gpioinfo/gpioget, python3) come from here.
+HOST_PKGS=(qemu-system-x86 busybox-static cpio kmod xz-utils gcc-12 make libc6-dev
+           python3 alsa-utils gpiod socat sox)
+ensure_host_pkgs() {
+  local missing=() p
+  for p in "${HOST_PKGS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    log "installing ${missing[*]}"
+    $SUDO apt-get "${APT_LOCK[@]}" update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get "${APT_LOCK[@]}" install -y -qq \
+      --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# Kernel choice: whatever Debian 12 currently offers as linux-image-amd64 (the 6.1 meta package);
+# linux-source-6.1 and linux-kbuild-6.1 of exactly that version are fetched with it.
+# CRIER_VM_KABI=6.1.0-57-amd64 CRIER_VM_KVERSION=6.1.192-3 pins it (both must be set).
+pick_kernel() {
+  if [ -n "${CRIER_VM_KABI:-}" ] && [ -n "${CRIER_VM_KVERSION:-}" ]; then
+    KABI=$CRIER_VM_KABI; KVERSION=$CRIER_VM_KVERSION; return
+  fi
+  local dep
+  dep=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-6\.1\.0-[0-9]*-amd64\)$/\1/p' | head -n1)
+  if [ -z "$dep" ]; then
+    $SUDO apt-get "${APT_LOCK[@]}" update -qq
+    dep=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-6\.1\.0-[0-9]*-amd64\)$/\1/p' | head -n1)
+  fi
+  [ -n "$dep" ] || die "apt offers no linux-image-amd64 depending on a linux-image-6.1.0-*-amd64"
+  KABI=${dep#linux-image-}
+  KVERSION=$(apt-cache policy "$dep" | sed -n 's/^ *Candidate: //p')
+  [ -n "$KVERSION" ] && [ "$KVERSION" != "(none)" ] || die "no candidate version for $dep"
+}
+
+# ---------------------------------------------------------------------------------------------
+# prepare: everything a run needs, in $KDIR. Marker file .ready = complete.
+# Guest modules, in load order (dependencies first, from modules.dep via modprobe -d).
+GUEST_MODULES=(virtio_pci 9pnet_virtio 9p virtio_net configfs snd-aloop snd-dummy)
+
+prepare() {
+  ensure_host_pkgs
+  pick_kernel
+  KDIR="$CRIER_CACHE/$KVERSION-$KABI"
+  exec 9>"$CRIER_CACHE/.prepare.lock"
+  flock 9   # concurrent runs: one prepares, the others wait and reuse it
+  if [ -f "$KDIR/.ready" ]; then
+    log "kernel $KABI ($KVERSION) ready in $KDIR"
+    exec 9>&-
+    return
+  fi
+  local t0=$SECONDS
+  log "preparing kernel $KABI ($KVERSION) in $KDIR"
+  rm -rf "$KDIR"; mkdir -p "$KDIR"
+  local W="$KDIR/work"; mkdir -p "$W/dl" "$W/root" "$W/src" "$W/gpio-sim" "$W/initramfs"
+
+  ( cd "$W/dl" && apt-get download -qq \
+      "linux-image-$KABI=$KVERSION" "linux-headers-$KABI=$KVERSION" \
+      "linux-headers-${KABI%-amd64}-common=$KVERSION" \
+      "linux-kbuild-6.1=$KVERSION" "linux-source-6.1=$KVERSION" ) >"$W/download.log" 2>&1 \
+    || { cat "$W/download.log" >&2; die "apt-get download failed"; }
+  local d
+  for d in "$W"/dl/linux-image-*.deb "$W"/dl/linux-headers-*.deb "$W"/dl/linux-kbuild-*.deb; do
+    dpkg -x "$d" "$W/root"
+  done
+  depmod -b "$W/root" "$KABI"
+
+  # Sources of gpio-sim (not built in Debian's 6.1) and irq_sim (CONFIG_IRQ_SIM not set either),
+  # plus extract-vmlinux, from linux-source of the same version.
+  log "extracting gpio-sim sources from linux-source-6.1"
+  dpkg --fsys-tarfile "$W"/dl/linux-source-6.1_*.deb \
+    | tar -xO ./usr/src/linux-source-6.1.tar.xz | xz -dc -T2 \
+    | tar -x -C "$W/src" --strip-components=1 \
+        linux-source-6.1/drivers/gpio/gpio-sim.c linux-source-6.1/drivers/gpio/gpiolib.h \
+        linux-source-6.1/kernel/irq/irq_sim.c linux-source-6.1/scripts/extract-vmlinux
+
+  # Out-of-tree gpio-sim.ko = gpio-sim.c + irq_sim.c. irq_to_desc is not exported to modules.
+  local G="$W/gpio-sim"
+  cp "$W/src/drivers/gpio/gpio-sim.c" "$G/gpio-sim-main.c"
+  cp "$W/src/drivers/gpio/gpiolib.h" "$W/src/kernel/irq/irq_sim.c" "$G/"
+  grep -q 'handle_simple_irq(irq_to_desc(irqnum));' "$G/irq_sim.c" \
+    || die "irq_sim.c of $KVERSION no longer has 'handle_simple_irq(irq_to_desc(irqnum));': update the gpio-sim patch step in scripts/vm-test.sh"
+  sed -i 's/handle_simple_irq(irq_to_desc(irqnum));/generic_handle_irq_safe(irqnum);/' "$G/irq_sim.c"
+  printf 'obj-m := gpio-sim.o\ngpio-sim-y := gpio-sim-main.o irq_sim.o\n' > "$G/Kbuild"
+  local H="$W/root/usr/src/linux-headers-$KABI"
+  # The headers' Makefile includes the -common tree by absolute path: point it at the unpacked one.
+  sed -i "s#/usr/src/#$W/root/usr/src/#" "$H/Makefile"
+  log "building gpio-sim.ko"
+  make -s -C "$H" M="$G" modules >"$W/gpio-sim-build.log" 2>&1 \
+    || { cat "$W/gpio-sim-build.log" >&2; die "gpio-sim build failed"; }
+  modinfo -F vermagic "$G/gpio-sim.ko" | grep -q "^$KABI " || die "gpio-sim.ko has the wrong vermagic"
+
+  # Uncompressed vmlinux (PVH entry, booted directly by qboot) + the bzImage as a fallback.
+  sh "$W/src/scripts/extract-vmlinux" "$W/root/boot/vmlinuz-$KABI" > "$KDIR/vmlinux"
+  cp "$W/root/boot/vmlinuz-$KABI" "$KDIR/vmlinuz"
+
+  # initramfs: busybox-static + the modules + /init.
+  local I="$W/initramfs" m
+  mkdir -p "$I/bin" "$I/modules" "$I/proc" "$I/sys" "$I/dev" "$I/newroot" "$I/results"
+  cp /bin/busybox "$I/bin/busybox"
+  : > "$I/modules/order"
+  for m in "${GUEST_MODULES[@]}"; do
+    modprobe -d "$W/root" -S "$KABI" --show-depends "$m" | awk '$1=="insmod"{print $2}'
+  done | awk '!seen[$0]++' | while read -r path; do
+    cp "$path" "$I/modules/"; basename "$path" >> "$I/modules/order"
+  done
+  cp "$G/gpio-sim.ko" "$I/modules/"; echo gpio-sim.ko >> "$I/modules/order"
+  cp "$VMDIR/init" "$I/init"; chmod +x "$I/init"
+  ( cd "$I" && find . | cpio -o -H newc --quiet ) | gzip -1 > "$KDIR/initramfs.gz"
+  cp "$VMDIR/init" "$KDIR/init.used"
+
+  cp "$G/gpio-sim.ko" "$KDIR/"
+  echo "$KABI $KVERSION" > "$KDIR/kernel"
+  rm -rf "$W"
+  touch "$KDIR/.ready"
+  log "prepared in $((SECONDS - t0)) s: $(du -sh "$KDIR" | cut -f1) in $KDIR"
+  exec 9>&-
+}
+
+# The init script is part of the initramfs: rebuild only the initramfs when it changed.
+refresh_initramfs() {
+  cmp -s "$VMDIR/init" "$KDIR/init.used" && return
+  log "scripts/vm/init changed: repacking initramfs"
+  local T; T=$(mktemp -d); ( cd "$T" && gzip -dc "$KDIR/initramfs.gz" | cpio -id --quiet )
+  cp "$VMDIR/init" "$T/init"; chmod +x "$T/init"
+  ( cd "$T" && find . | cpio -o -H newc --quiet ) | gzip -1 > "$KDIR/initramfs.gz.new"
+  mv "$KDIR/initramfs.gz.new" "$KDIR/initramfs.gz"; cp "$VMDIR/init" "$KDIR/init.used"
+  rm -rf "$T"
+}
+
+# ---------------------------------------------------------------------------------------------
+run_scenario() {
+  local name=$1 f
+  if [ ! -f "$VMDIR/scenarios/$name.sh" ]; then  # "1" or "1-order" → 1-order-speech
+    for f in "$VMDIR/scenarios/$name"-*.sh; do [ -f "$f" ] && name=$(basename "$f" .sh) && break; done
+  fi
+  [ -f "$VMDIR/scenarios/$name.sh" ] || die "no scenario $name (scripts/vm/scenarios/$name.sh)"
+  if [ "$name" != smoke ] && [ ! -x "$CRIER_BIN" ]; then
+    log "no crier binary at $CRIER_BIN (swift build, or set CRIER_BIN)"; return 1
+  fi
+  python3 "$VMDIR/host.py" --kdir "$KDIR" --repo "$ROOT" --scenario "$name"
+}
+
+main() {
+  local cmd=${1:-smoke}
+  case "$cmd" in
+    -h|--help|help) sed -n '2,17p' "$0"; exit 0 ;;
+  esac
+  prepare
+  [ "$cmd" = prepare ] && exit 0
+  refresh_initramfs
+  export CRIER_BIN="${CRIER_BIN:-$ROOT/.build/debug/crier}"
+  local names=("$@")
+  if [ "$cmd" = all ]; then
+    names=(smoke)
+    local f
+    for f in "$VMDIR"/scenarios/[0-9]*.sh; do names+=("$(basename "$f" .sh)"); done
+  fi
+  local n failed=()
+  for n in "${names[@]}"; do
+    if run_scenario "$n"; then log "PASS $n"; else log "FAIL $n"; failed+=("$n"); fi
+  done
+  ((${#failed[@]} == 0)) || die "failed: ${failed[*]}"
+}
+
+main "$@"
