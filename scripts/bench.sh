@@ -3,9 +3,11 @@
 # and writes docs/benchmarks.md. A benchmark, not a test: it prints, and exits non-zero only if
 # something broke (never because of a time).
 #
-#   scripts/bench.sh [--quick] [--only latency,idle,start,reconnect,peermem,burst,alerts]
+#   scripts/bench.sh [--quick] [--vm auto|on|off] [--only latency,idle,start,reconnect,peermem,burst,static,alerts,vm]
 #
-# Full run ≈ 12-15 min (100 latency orders each, 60 s idle, 1 000 alerts); --quick ≈ 3 min.
+# Full run ≈ 12-15 min (100 latency orders each, 60 s idle, 1 000 alerts, the VM idle scenario
+# through scripts/vm-test.sh); --quick ≈ 3 min (20 orders, 10 s idle, 100 alerts, no VM, no
+# static build). Builds are not counted in those times.
 # See docs/benchmarks.md for what each number means.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
@@ -24,4 +26,13 @@ fi
 echo "bench: building the release binary"
 swift build -c release 2>&1 | tail -n 1
 BIN="$(swift build -c release --show-bin-path)/crier"
-exec /usr/bin/python3 scripts/bench/bench.py --crier "$BIN" "$@"
+STATIC=()
+case " $* " in
+  *" --quick "*) ;;
+  *)  # memory as shipped: the .deb's binary links the Swift runtime statically
+      echo "bench: building the static release binary (as scripts/build-deb.sh does) in .build/static"
+      swift build -c release --static-swift-stdlib --scratch-path .build/static 2>&1 | tail -n 1
+      STATIC=(--crier-static "$(swift build -c release --static-swift-stdlib --scratch-path .build/static --show-bin-path)/crier")
+      ;;
+esac
+exec /usr/bin/python3 scripts/bench/bench.py --crier "$BIN" "${STATIC[@]}" "$@"
