@@ -374,8 +374,8 @@ class Bench:
         env = self.env(d, 'pcm.!default { type file slave.pcm "null" file "%s" format "raw" }' % fifo)
         probe_out = os.path.join(d, "writei.events")
         if self.probe():
-            env = dict(env, LD_PRELOAD=self.probe(), WRITEI_PROBE_OUT=probe_out)
-        det = Proc([PY, os.path.join(HERE, "detector.py"), fifo])
+            env = dict(env, LD_PRELOAD=self.probe(), WRITEI_PROBE_OUT=probe_out, WRITEI_PROBE_GAP_MS="100")
+        det = Proc([PY, os.path.join(HERE, "detector.py"), "--gap-ms", "100", fifo])
         self.children.append(det)
         srv = OrderServer()
         proc = None
@@ -416,24 +416,37 @@ class Bench:
             det.stop()
         if not ok:
             raise Broken("%s: %d of %d orders never acked" % (who, sum(1 for i, _ in sends if i not in srv.acks), len(sends)))
-        louds = [int(l.split()[1]) for _, l in det.lines("out") if l.startswith("loud ")]
+        louds = sorted(int(l.split()[1]) for _, l in det.lines("out") if l.startswith("loud "))
+        prio = next((l.split()[1] for _, l in det.lines("out") if l.startswith("priority ")), "?")
         with open(os.path.join(d, "events.txt"), "w") as f:
-            ev = [(ts, "send %s" % oid) for oid, ts in sends] + [(int(l.split()[1]), l) for _, l in det.lines("out")]
+            ev = [(ts, "send %s" % oid) for oid, ts in sends] + [(int(l.split()[1]), l) for _, l in det.lines("out")
+                                                              if not l.startswith("priority")]
             ev += [(t, "ack %s %s" % (i, st)) for i, (t, st) in srv.acks.items()]
             for t, what in sorted(ev):
                 f.write("%.3f %s\n" % ((t - sends[0][1]) / 1e6, what))
 
         def match(onsets):
+            """Order k's onset: the first one in [max(send_k, ack_{k-1} - 0.1 s), ack_k]. Both Crier and
+            the peer say orders one after the other and ack each once it has been played, so this
+            window holds order k's sound even when a stall made it start after order k+1 was sent."""
             lat, missed = [], 0
+            prev_ack = None
+            used = -1
             for k, (oid, ts) in enumerate(sends):
-                end = sends[k + 1][1] if k + 1 < len(sends) else ts + int(5e9)
-                hit = next((t for t in onsets if ts <= t < end), None)
+                ack = srv.acks[oid][0] if oid in srv.acks else ts + int(5e9)
+                lo = ts if prev_ack is None else max(ts, prev_ack - int(0.1e9))
+                # +0.3 s: an observer may stamp the sound after the ack (aplay can write, exit and
+                # be acked before the FIFO reader runs)
+                hit = next(((j, t) for j, t in enumerate(onsets) if j > used and lo <= t <= ack + int(0.3e9)), None)
+                prev_ack = ack
+                if hit is not None:
+                    used = hit[0]
                 if k < warm:
                     continue
                 if hit is None:
                     missed += 1
                 else:
-                    lat.append((hit - ts) / 1e6)
+                    lat.append((hit[1] - ts) / 1e6)
             return lat, missed
 
         lat, missed = match(louds)
@@ -447,7 +460,9 @@ class Bench:
         acks = [(srv.acks[i][0] - ts) / 1e6 for i, ts in sends[warm:]]
         r = {"n": n, "got": len(lat), "missed": missed, "p50": pct(lat, 50), "p90": pct(lat, 90),
              "p99": pct(lat, 99), "max": max(lat), "mean": statistics.mean(lat), "ack_p50": pct(acks, 50),
-             "load": "%.2f→%.2f" % (l0, os.getloadavg()[0])}
+             "load": "%.2f→%.2f" % (l0, os.getloadavg()[0]), "detector_priority": prio}
+        r["all"] = [round(x, 2) for x in lat]
+        r["w_all"] = [round(x, 2) for x in wlat]
         if len(wlat) >= n * 0.9:
             r.update({"w_got": len(wlat), "w_p50": pct(wlat, 50), "w_p90": pct(wlat, 90), "w_p99": pct(wlat, 99),
                       "w_max": max(wlat)})
@@ -652,6 +667,9 @@ class Bench:
         sim.wait_for(r"^device connected", which="out", timeout=20)
         from_listen, from_exec = [], []
         for i in range(k):
+            # keep the link up past Crier's healthyAfter (10 s) so each restart starts from a reset
+            # backoff; a link that flaps sooner keeps backing off (up to 30 s) by design
+            time.sleep(11)
             sim.stop()
             time.sleep(1.0)  # the server is down for 1 s
             t_exec = mono_ns()
@@ -925,11 +943,14 @@ the identical string with the identical voice ({VOICE}, rate {RATE}, pitch {PITC
 from 175 so one order, ~0.42 s of speech, ends well within the 1 s between orders: otherwise a
 queue builds and the figure measures queueing). Two warm-up orders first, not counted, for both.
 Both write to the same ALSA `default`: `type file`, `slave.pcm "null"`, `file` = a FIFO.
-Two observation points, both timestamping the first sample above 1 % of full scale after ≥ 250 ms
-without one (or the first of a new writer):
+Two observation points, both timestamping the first sample above 1 % of full scale after ≥ 100 ms
+without one (or the first of a new writer); order k's onset is the first one between its send
+(or 0.1 s before order k−1's ack, if later) and its own ack: both sides say orders one at a time
+and ack each after playing it, so a stalled order is still matched to its own sound:
 
 1. *Leaving ALSA* (what the issue asks for): `scripts/bench/detector.py`, a persistent reader of
-   the FIFO (reopened for each aplay), stamps the read that returned the sample. A persistent
+   the FIFO (reopened for each aplay) running at SCHED_FIFO priority ({lc.get('detector_priority', '?')} in this run)
+   so that its own scheduling delay stays out, stamps the read that returned the sample. A persistent
    reader rather than `file "|program"` because the peer opens the device per order: a detector
    process started per order would add its own start-up to the peer's figure.
 2. *Handed to ALSA*: `scripts/bench/writei_probe.c`, an LD_PRELOAD shim around `snd_pcm_writei`
@@ -979,10 +1000,13 @@ set to a datagram socket the benchmark binds: exec → `READY=1` if the daemon s
 `runtime: ready` log line on stderr; also exec → its hello at the order server. Peer: exec of
 peer.sh → its hello at the server. Each process is stopped (SIGTERM) before the next start.
 
-**Reconnect.** `crier run` connected to `crier order-sim --state F`; order-sim is stopped (SIGTERM),
-left down 1 s, started again on the same port; time from its `listening` line to its
-`device connected` line. That is mostly Crier's reconnect backoff (0.5 s and up, with jitter),
-not work. The peer has no reconnect: socat exits with the connection.
+**Reconnect.** `crier run` connected to `crier order-sim --state F`; after the link has been up
+11 s, order-sim is stopped (SIGTERM), left down 1 s, and started again on the same port; time
+from its `listening` line to its `device connected` line. That is Crier's reconnect backoff,
+not work: full jitter, a delay drawn from [0, 0.5 s × 2^attempt] capped at 30 s, reset only after
+a connection stayed up 10 s (so with 1 s down the retry after the restart comes 0-2 s later; a
+link that flaps faster keeps backing off, by design). The peer has no reconnect: socat exits
+with the connection.
 
 ## Targets (issue 9)
 
@@ -1034,6 +1058,10 @@ def main():
         except Broken as e:
             failures.append("%s: %s" % (name, e))
             b.log("BROKEN %s: %s" % (name, e))
+        except Exception as e:  # a bug in the benchmark itself: report it, go on with the rest
+            import traceback
+            traceback.print_exc()
+            failures.append("%s: %r" % (name, e))
         finally:
             b.cleanup()
     elapsed = time.monotonic() - t0

@@ -7,8 +7,8 @@
  * Build: gcc -O2 -shared -fPIC -o writei_probe.so writei_probe.c -ldl
  * Use:   WRITEI_PROBE_OUT=/path/events LD_PRELOAD=/path/writei_probe.so PROGRAM...
  * Output (appended, one line per onset): loud <CLOCK_MONOTONIC ns after writei returned> <pid>
- * An onset is a loud sample (|x| > 1 % of full scale, S16) after >= 250 ms without one, or the
- * first loud sample of the process. Only S16 formats are scanned.
+ * An onset is a loud sample (|x| > 1 % of full scale, S16) after >= WRITEI_PROBE_GAP_MS (250) ms
+ * without one, or the first loud sample of the process. Only S16 formats are scanned.
  */
 #define _GNU_SOURCE
 #include <alsa/asoundlib.h>
@@ -26,6 +26,7 @@ typedef snd_pcm_sframes_t (*writei_fn)(snd_pcm_t *, const void *, snd_pcm_uframe
 static writei_fn real_writei;
 static int out_fd = -2;
 static int64_t last_loud = -1;
+static int64_t gap_ns = -1;
 
 static int64_t now_ns(void) {
     struct timespec ts;
@@ -41,6 +42,8 @@ snd_pcm_sframes_t snd_pcm_writei(snd_pcm_t *pcm, const void *buffer, snd_pcm_ufr
         return n;
     int64_t t = now_ns();
     if (out_fd == -2) {
+        const char *g = getenv("WRITEI_PROBE_GAP_MS");
+        gap_ns = (g ? atoll(g) : 250) * 1000000LL;
         const char *p = getenv("WRITEI_PROBE_OUT");
         out_fd = p ? open(p, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644) : -1;
     }
@@ -65,7 +68,7 @@ snd_pcm_sframes_t snd_pcm_writei(snd_pcm_t *pcm, const void *buffer, snd_pcm_ufr
         }
     }
     if (loud) {
-        if (last_loud < 0 || t - last_loud > 250000000LL) {
+        if (last_loud < 0 || t - last_loud > gap_ns) {
             char line[64];
             int len = snprintf(line, sizeof line, "loud %lld %d\n", (long long)t, (int)getpid());
             if (write(out_fd, line, len) < 0) {
