@@ -884,6 +884,39 @@ def render(b, info, load_start, load_end, elapsed):
     return table
 
 
+def make_summary(R):
+    out = []
+    lc, lp = R.get("latency_crier"), R.get("latency_peer")
+    if lc and lp and "w_p50" in lc and "w_p50" in lp:
+        out.append("- **Latency.** Crier hands the first loud sample to ALSA %.1f ms (median) after the order "
+                   "was sent, the peer %.1f ms (%.0f×). Through the FIFO harness the medians are %.1f vs %.1f ms "
+                   "(%.1f×): the `file` plugin's one-buffer hold-back costs Crier, which paces itself, about a "
+                   "period, and costs aplay, which dumps the clip at once, nothing. Tails (p99 %.0f / %.0f ms at "
+                   "writei) follow the machine's load, for both." % (
+                       lc["w_p50"], lp["w_p50"], lp["w_p50"] / lc["w_p50"], lc["p50"], lp["p50"], lp["p50"] / lc["p50"],
+                       lc["w_p99"], lp["w_p99"]))
+    ic = R.get("idle_crier")
+    if ic:
+        out.append("- **Idle.** %.2f %% of a core and %.1f wakeups/s on the null PCM (one per 20 ms period)." % (
+            ic["cpu_pct"], ic["wakeups"]))
+    vm = R.get("vm")
+    if vm and vm.get("aplay_same"):
+        out.append("- **Idle, clock-driven (VM).** Crier %.2f %% vs aplay playing silence %.2f %% with the same "
+                   "20 ms period (%.1f×) and %.2f %% with aplay's default 125 ms period; wakeups %.1f vs %.1f /s." % (
+                       vm["crier"]["cpu_pct"], vm["aplay_same"]["cpu_pct"], vm["crier"]["cpu_pct"] / max(vm["aplay_same"]["cpu_pct"], 1e-9),
+                       vm["aplay_default"]["cpu_pct"], vm["crier"]["wakeups"], vm["aplay_same"]["wakeups"]))
+    a, si = R.get("alerts"), R.get("static_idle")
+    if a:
+        t = "- **Memory.** Idle %s peak RSS, of which %s anonymous and %s file-backed (mapped Swift runtime, " \
+            "Foundation, libespeak-ng, libasound code)" % (mb(a["idle_hwm_kb"]), mb(a["idle_anon_kb"]), mb(a["idle_file_kb"]))
+        if si:
+            t += "; the static build %s (%s anonymous, %s file-backed)" % (mb(si["VmHWM"]), mb(si["RssAnon"]), mb(si["RssFile"]))
+        t += ". %d alerts add %s; the burst's peak is %s." % (a["n"], mb(a["hwm_kb"] - a["idle_hwm_kb"]),
+                                                               mb(R["burst"]["hwm_kb"]) if R.get("burst") else "?")
+        out.append(t)
+    return ("\n" + "\n".join(out) + "\n") if out else ""
+
+
 def write_doc(path, b, info, table, load_start, load_end, elapsed, quick):
     R = b.results
     lc = R.get("latency_crier", {})
@@ -893,7 +926,8 @@ def write_doc(path, b, info, table, load_start, load_end, elapsed, quick):
     vm = R.get("vm")
     si = R.get("static_idle")
     notes = "".join("- %s\n" % n for n in b.notes)
-    notes_section = ("\n## Notes\n\n" + notes) if notes else ""
+    notes_section = ("\n## Not measured / caveats\n\n" + notes) if notes else ""
+    summary = make_summary(R)
     if vm:
         vm_line = ("in the QEMU VM of `scripts/vm-test.sh` (TCG, Debian 12 kernel, `snd-aloop`), run `%s`; "
                    "crier's `audio.buffer_ms = %s` there (the VM harness's setting, see docs/vm-tests.md)" % (
@@ -925,7 +959,7 @@ time). Re-run it to refresh this page. {"**This is a `--quick` run (20 orders, 1
 
 {table}
 Target verdicts are for this run on this machine; "n/a" means the peer has no such thing.
-
+{summary}
 ## The peer
 
 `scripts/bench/peer.sh`: `socat TCP:host:port EXEC:"bash peer.sh --loop"`; the loop sends a hello,
@@ -1031,7 +1065,17 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--vm", choices=("auto", "on", "off"), default="auto",
                     help="idle figures on hw:Loopback in the QEMU VM (auto: full runs only)")
+    ap.add_argument("--render", help="only rewrite --out from a results.json of an earlier run")
     a = ap.parse_args()
+    if a.render:
+        j = json.load(open(a.render))
+        b = Bench(os.path.abspath(a.crier), j["quick"], os.path.dirname(a.render))
+        b.results, b.notes = j["results"], j["notes"]
+        table = render(b, j["info"], j["load_start"], j["load_end"], j["elapsed"])
+        write_doc(a.out, b, j["info"], table, j["load_start"], j["load_end"], j["elapsed"], j["quick"])
+        print(table)
+        print("wrote %s" % a.out)
+        return 0
     work = tempfile.mkdtemp(prefix="crier-bench-")
     b = Bench(os.path.abspath(a.crier), a.quick, work)
     b.static_bin = os.path.abspath(a.crier_static) if a.crier_static and os.path.exists(a.crier_static) else None
@@ -1066,6 +1110,18 @@ def main():
             b.cleanup()
     elapsed = time.monotonic() - t0
     load_end = load()
+    st = b.results.get("start")
+    if st and st.get("ready") is None:
+        b.notes.append("Exec → READY: the daemon sent no `READY=1` to `NOTIFY_SOCKET` at this commit, so the "
+                       "start row is exec → the `runtime: ready` log line; it switches to READY by itself once "
+                       "sd_notify support lands.")
+    if "vm" in b.results:
+        b.notes.append("Latency on the clock-driven device (VM, `hw:Loopback` capture) is not in the table: under TCG "
+                       "synthesis runs ~100× slower than native (docs/vm-tests.md: 7-15 s order → sound), so it would "
+                       "time the emulator. `scripts/vm-test.sh 1` prints Crier's figure per run.")
+    b.notes.append("The peer's idle CPU on the host is not measured: the null PCM is not clock-driven, aplay would "
+                   "not sleep. Its clock-driven figure is the VM row.")
+    b.notes.append("Burst for the peer is not run: it would say 10 000 orders one by one (hours).")
     table = render(b, info, load_start, load_end, elapsed)
     print()
     print(table)
@@ -1073,7 +1129,8 @@ def main():
         write_doc(a.out, b, info, table, load_start, load_end, elapsed, a.quick)
         print("wrote %s" % a.out)
     with open(os.path.join(work, "results.json"), "w") as f:
-        json.dump(b.results, f, indent=1, default=str)
+        json.dump({"results": b.results, "notes": b.notes, "info": info, "load_start": load_start,
+                   "load_end": load_end, "elapsed": elapsed, "quick": a.quick}, f, indent=1, default=str)
     print("raw results: %s/results.json" % work)
     if not a.keep:
         for entry in os.listdir(work):
