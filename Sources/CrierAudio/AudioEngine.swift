@@ -293,6 +293,7 @@ public final class AudioEngine: Sendable {
                     if take > 0 {
                         let got = device.rewind(take)
                         written -= UInt64(got)
+                        log.debug("took back queued silence so speech starts now", ["frames": got, "ms": got * 1000 / device.format.rate])
                         engine.statsBox.withLock { $0.rewoundFrames += UInt64(got) }
                     }
                 }

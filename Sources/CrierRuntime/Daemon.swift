@@ -32,9 +32,8 @@ public actor Daemon {
     var hardwareVolume: HardwareVolume?
     var hardwareVolumeError: String?
 
-    var linkUp = false
-    var linkDownSince: Double?
-    var nextLinkDownPrompt: Double?
+    var linkPrompts: LinkPromptSchedule
+    var linkUp: Bool { linkPrompts.up }
 
     var stopping = false
     var waiter: CheckedContinuation<Void, Never>?
@@ -52,6 +51,9 @@ public actor Daemon {
         let speech = SpeechEngine(dataPath: config.speech.dataPath, log: hub.logger("speech"))
         pipeline = SpeechPipeline(config: config, speech: speech, log: hub.logger("speech"))
         queue = AlertQueue(config: config.alerts, defaultLang: config.speech.lang)
+        var status = config.status
+        if config.link.server == nil { status.onLinkDown = false }
+        linkPrompts = LinkPromptSchedule(config: status, startedAt: Monotonic.now())
     }
 
     static func now() -> Double { Monotonic.now() }
@@ -66,8 +68,6 @@ public actor Daemon {
             let (stream, cont) = AsyncStream.makeStream(of: LinkEvent.self)
             let l = OrderLink(config: config.link, deviceID: config.deviceID, log: hub.logger("link")) { cont.yield($0) }
             link = l
-            linkDownSince = Self.now()
-            nextLinkDownPrompt = Self.now() + config.status.linkDownAfter
             Task { for await e in stream { self.handle(e) } }
             l.start()
             log.info("order link starting", ["server": server.description, "device": config.deviceID])
@@ -115,15 +115,10 @@ public actor Daemon {
         let now = Self.now()
         switch e {
         case .connected:
-            linkUp = true
-            linkDownSince = nil
-            nextLinkDownPrompt = nil
             statusPrompts.removeAll { $0 == .linkDown }
-            if config.status.onLinkUp { statusPrompts.append(.linkUp) }
+            if let p = linkPrompts.connected() { statusPrompts.append(p) }
         case .disconnected:
-            linkUp = false
-            linkDownSince = now
-            nextLinkDownPrompt = now + config.status.linkDownAfter
+            linkPrompts.disconnected(now: now)
         case .order(let o):
             guard !stopping else { return }  // unacked: the server redelivers after restart
             let admission = queue.add(o, now: now)
@@ -177,10 +172,9 @@ public actor Daemon {
         while true {
             let now = Self.now()
             if stopping { break }
-            if let due = nextLinkDownPrompt, now >= due, !linkUp, config.status.onLinkDown {
-                if !statusPrompts.contains(.linkDown) { statusPrompts.append(.linkDown) }
-                nextLinkDownPrompt = now + config.status.linkDownRepeat
-                log.warning("order server unreachable", ["for": String(format: "%.0fs", now - (linkDownSince ?? now))])
+            if let p = linkPrompts.due(now: now) {
+                if !statusPrompts.contains(p) { statusPrompts.append(p) }
+                log.warning("order server unreachable", ["for": String(format: "%.0fs", now - (linkPrompts.downSince ?? now))])
             }
             for ack in queue.expire(now: now) { send(ack, note: "expired before it could be said") }
             let held = gains.holdAlerts
@@ -198,7 +192,7 @@ public actor Daemon {
                 await sayPrompt(statusPrompts.removeFirst())
             } else {
                 var wake = held ? nil : queue.nextWakeup(now: now)
-                if let p = nextLinkDownPrompt, config.status.onLinkDown { wake = min(wake ?? p, p) }
+                if let p = linkPrompts.nextDownPrompt { wake = min(wake ?? p, p) }
                 await sleep(until: wake)
             }
         }

@@ -105,6 +105,9 @@ public struct LogConfig: Sendable, Equatable {
     public var level: LogLevel = .info
     public var serial = ""
     public var serialBaud = 115200
+
+    /// Speeds `log.serial_baud` accepts (those termios names on Linux).
+    public static let serialBaudRates = [9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600]
 }
 
 /// The whole effective configuration. Every field has a default; `schema` documents each key.
@@ -118,6 +121,7 @@ public struct CrierConfig: Sendable, Equatable {
     public var status = StatusPromptConfig()
     public var buttons = ButtonsConfig()
     public var log = LogConfig()
+    public var supervision = SupervisionConfig()
 
     public init() {}
 
@@ -125,7 +129,7 @@ public struct CrierConfig: Sendable, Equatable {
 
     /// Every key, in the order docs and `crier check-config` print them.
     public static let schema: [ConfigKey] = generalKeys + audioKeys + speechKeys + Templates.keys + AlertConfig.keys
-        + StatusPromptConfig.keys + ButtonsConfig.keys + logKeys
+        + StatusPromptConfig.keys + ButtonsConfig.keys + logKeys + SupervisionConfig.keys
 
     /// The effective configuration as `key = value` lines, keys in schema order.
     public func rendered(schema: [ConfigKey] = CrierConfig.schema) -> String {
@@ -277,5 +281,19 @@ extension CrierConfig {
                   apply: { c, v throws(ConfigValueError) in
                       c.log.level = LogLevel(name: try ConfigValue.choice(v.lowercased(), ["error", "warning", "warn", "notice", "info", "debug"]))!
                   }, render: { $0.log.level.label.lowercased() == "warn" ? "warning" : $0.log.level.label.lowercased() }),
+        ConfigKey("log.serial", section: "log", default: "",
+                  doc: "Also write every log line to this serial port (e.g. /dev/serial0), 8N1, never blocking: lines are dropped and counted if it cannot keep up. Empty: off.",
+                  apply: { c, v throws(ConfigValueError) in
+                      guard v.isEmpty || v.hasPrefix("/dev/") else {
+                          throw ConfigValueError("expected a device path such as /dev/serial0, got \"\(v)\"")
+                      }
+                      c.log.serial = v
+                  }, render: { $0.log.serial }),
+        ConfigKey("log.serial_baud", section: "log", default: "115200",
+                  doc: "Speed of log.serial in baud: 9600, 19200, 38400, 57600, 115200, 230400, 460800 or 921600.",
+                  apply: { c, v throws(ConfigValueError) in
+                      let rates = LogConfig.serialBaudRates.map(String.init)
+                      c.log.serialBaud = Int(try ConfigValue.choice(v, rates))!
+                  }, render: { String($0.log.serialBaud) }),
     ]
 }
