@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Benchmarks Crier against the shell script a shop would write instead (socat + espeak-ng | aplay)
+# and writes docs/benchmarks.md. A benchmark, not a test: it prints, and exits non-zero only if
+# something broke (never because of a time).
+#
+#   scripts/bench.sh [--quick] [--vm auto|on|off] [--only latency,idle,start,reconnect,peermem,burst,static,alerts,vm]
+#
+# Full run ≈ 12-15 min (100 latency orders each, 60 s idle, 1 000 alerts, the VM idle scenario
+# through scripts/vm-test.sh); --quick ≈ 3 min (20 orders, 10 s idle, 100 alerts, no VM, no
+# static build). Builds are not counted in those times.
+# See docs/benchmarks.md for what each number means.
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+cd "$ROOT"
+
+need=()
+for pkg in socat alsa-utils espeak-ng espeak-ng-data procps time; do
+    dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
+done
+if [ ${#need[@]} -gt 0 ]; then
+    echo "bench: installing ${need[*]}"
+    if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get install -y --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+echo "bench: building the release binary"
+swift build -c release 2>&1 | tail -n 1
+BIN="$(swift build -c release --show-bin-path)/crier"
+STATIC=()
+case " $* " in
+  *" --quick "*) ;;
+  *)  # memory as shipped: the .deb's binary links the Swift runtime statically
+      echo "bench: building the static release binary (as scripts/build-deb.sh does) in .build/static"
+      swift build -c release --static-swift-stdlib --scratch-path .build/static 2>&1 | tail -n 1
+      STATIC=(--crier-static "$(swift build -c release --static-swift-stdlib --scratch-path .build/static --show-bin-path)/crier")
+      ;;
+esac
+exec /usr/bin/python3 scripts/bench/bench.py --crier "$BIN" "${STATIC[@]}" "$@"
