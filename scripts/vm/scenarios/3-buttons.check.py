@@ -76,7 +76,14 @@ def split(name, x, rate):
     if sp is None:
         bad.append(f"{name}: no speech in the capture")
         return [], None, []
-    t0 = max(0.0, sp[0] - 0.05)
+    # A quiet start of the speech (at low volume the first consonant can stand apart) belongs
+    # to it: sound ending within 0.3 s of the speech is speech (clicks come ≥ 1 s earlier: the
+    # order is sent ≥ 1 s after the last press and takes ≥ 0.4 s to synthesize).
+    start = sp[0]
+    for b in reversed([b for b in coarse if b[1] <= sp[0]]):
+        if b[1] > start - 0.3:
+            start = b[0]
+    t0 = max(0.0, start - 0.05)
     return bursts(x[:int(t0 * rate)], rate), t0, x[int(t0 * rate):]
 
 
