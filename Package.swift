@@ -16,12 +16,13 @@ let package = Package(
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CGPIOD", pkgConfig: "libgpiod", providers: [.apt(["libgpiod-dev"])]),
         .systemLibrary(name: "CEspeakNG", providers: [.apt(["libespeak-ng-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
 
         .target(name: "CrierCore"),
         .target(name: "CrierAudio", dependencies: ["CrierCore", "CALSA"]),
         .target(name: "CrierSpeech", dependencies: ["CrierCore", "CEspeakNG"]),
         .target(name: "CrierGPIO", dependencies: ["CrierCore", "CGPIOD"]),
-        .target(name: "CrierLink", dependencies: ["CrierCore"]),
+        .target(name: "CrierLink", dependencies: ["CrierCore", "COpenSSL"]),
         .target(name: "CrierSystem", dependencies: ["CrierCore"]),
         .target(name: "CrierRuntime", dependencies: [
             "CrierCore", "CrierAudio", "CrierSpeech", "CrierGPIO", "CrierLink", "CrierSystem",

@@ -10,6 +10,7 @@ PKGS=(
   libespeak-ng-dev espeak-ng espeak-ng-data
   python3 python3-pytest           # process-level integration tests (Tests/integration)
   sox socat                        # WAV inspection, benchmarks' peer
+  libssl-dev openssl               # TLS link and HMAC-signed orders; openssl makes test certificates
 )
 
 missing=()

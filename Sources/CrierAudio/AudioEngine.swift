@@ -109,6 +109,13 @@ public final class AudioEngine: Sendable {
         if first { threadExited.wait() }
     }
 
+    /// Asks the thread to stop without waiting for it: for an engine whose thread is stuck in a
+    /// driver call and is being replaced (the supervisor's stall restart).
+    public func abandon() {
+        inbox.withLock { $0.stopping = true }
+        wake.wake()
+    }
+
     /// Queues a clip to be mixed in at once. `onDone` runs on the audio thread: keep it short.
     @discardableResult
     public func play(_ clip: Clip, gain: Double = 1, onDone: @escaping @Sendable (ClipOutcome) -> Void = { _ in }) -> UInt64 {
@@ -246,9 +253,14 @@ public final class AudioEngine: Sendable {
                     for (id, _) in pending { finish(id, .played) }
                     pending = []
                     failingSince = failingSince ?? Monotonic.now()
-                    progress()
                     if wroteAny { retry = config.retryMin }
-                    engine.wake.wait(timeout: retry)
+                    // Wait in slices so the supervisor still sees progress while the device is away.
+                    let until = Monotonic.now() + retry
+                    while !stopping && Monotonic.now() < until {
+                        progress()
+                        if engine.wake.wait(timeout: min(1, until - Monotonic.now())) { _ = drainInbox() }
+                    }
+                    progress()
                     retry = min(retry * 2, config.retryMax)
                 }
             }
@@ -293,6 +305,7 @@ public final class AudioEngine: Sendable {
                     if take > 0 {
                         let got = device.rewind(take)
                         written -= UInt64(got)
+                        log.debug("took back queued silence so speech starts now", ["frames": got, "ms": got * 1000 / device.format.rate])
                         engine.statsBox.withLock { $0.rewoundFrames += UInt64(got) }
                     }
                 }

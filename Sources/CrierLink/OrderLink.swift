@@ -12,9 +12,11 @@ public enum LinkEvent: Sendable, Equatable {
     case cancel(id: String)
 }
 
-/// The box's end of protocol v1 (docs/protocol.md): one TCP connection to the order server on
-/// its own thread, reconnecting forever with backoff. Orders and cancels go to `onEvent` (called
-/// on the link thread: hand them off, don't block); acks come back through `send`.
+/// The box's end of protocol v1 (docs/protocol.md): one TCP (or TLS, `tls://`) connection to the
+/// order server on its own thread, reconnecting forever with backoff. Orders and cancels go to
+/// `onEvent` (called on the link thread: hand them off, don't block); acks come back through
+/// `send`. With `server.key` set, unsigned, forged, stale and replayed orders are acked
+/// `rejected` here and never reach `onEvent`.
 public final class OrderLink: Sendable {
     public struct Options: Sendable {
         /// Seconds to wait for a TCP connect.
@@ -27,6 +29,8 @@ public final class OrderLink: Sendable {
         public var maxPendingAcks = 100_000
         /// Bytes waiting to be sent before the server counts as not reading (the link is reset).
         public var maxOutput = 4 << 20
+        /// Unix seconds for signature time checks (tests shift it).
+        public var unixNow: @Sendable () -> Int64 = { Crypto.unixNow() }
         public init() {}
     }
 
@@ -71,6 +75,13 @@ public final class OrderLink: Sendable {
             return true
         }
         guard go else { return }
+        if !server.isTLS && (config.ca != nil || !config.pins.isEmpty) {
+            log.error("server.ca and server.pin only apply to tls:// servers; this link is NOT encrypted or verified",
+                      ["server": server.description, "hint": "use server = tls://HOST:PORT in crier.conf"])
+        }
+        if config.key != nil {
+            log.info("signed orders required (server.key is set): unsigned or forged orders are rejected", ["server": server.description])
+        }
         let t = JoinableThread(name: "crier-link") { [self] in run(server) }
         shared.withLock { $0.thread = t }
     }
@@ -112,12 +123,25 @@ public final class OrderLink: Sendable {
         var lastProblem: String?
         var downSince = monotonicNow()
         let url = server.description
+        // One for the link's life: replay memory must outlive a reconnect.
+        var verifier = config.key.map { SignatureVerifier(key: $0, mac: Crypto.hmacSHA256) }
         log.info("link starting", ["server": url, "device": deviceID, "heartbeat": "\(ConfigValue.fmt(config.heartbeat))s"])
         while !stopping {
-            let end = session(server, backoff: &backoff, downSince: downSince)
+            let end = session(server, backoff: &backoff, downSince: downSince, verifier: &verifier)
             if stopping { break }
             let now = monotonicNow()
             switch end {
+            case .tlsFailed(let why):
+                let delay = backoff.nextDelay(using: &rng)
+                let retry = "\(fmt1(delay))s"
+                if why != lastProblem {
+                    log.error(why, ["server": url, "retry_in": retry,
+                                    "hint": "check the server certificate, server.ca and server.pin in crier.conf; the box never falls back to plain TCP"])
+                    lastProblem = why
+                } else {
+                    log.debug("TLS still failing", ["server": url, "error": why, "retry_in": retry, "attempt": backoff.attempt])
+                }
+                sleep(delay)
             case .failedToConnect(let why), .refused(let why):
                 let delay = backoff.nextDelay(using: &rng)
                 let retry = "\(fmt1(delay))s"
@@ -165,11 +189,13 @@ public final class OrderLink: Sendable {
 
     private enum SessionEnd {
         case failedToConnect(String)
+        /// The server's certificate (or pin) was refused: never retried without TLS.
+        case tlsFailed(String)
         case refused(String)
         case lost(String)
     }
 
-    private func session(_ server: ServerAddress, backoff: inout ReconnectBackoff, downSince: Double) -> SessionEnd {
+    private func session(_ server: ServerAddress, backoff: inout ReconnectBackoff, downSince: Double, verifier: inout SignatureVerifier?) -> SessionEnd {
         let addrs: [SocketAddress]
         switch SocketAddress.resolve(host: server.host, port: server.port) {
         case .success(let a): addrs = a
@@ -185,7 +211,24 @@ public final class OrderLink: Sendable {
             if fd >= 0 || stopping { break }
         }
         guard fd >= 0 else { return .failedToConnect(lastError) }
-        defer { close(fd) }
+        let transport: LinkTransport
+        if server.isTLS {
+            let ctx: TLSContext
+            switch TLSContext.client(caFile: config.ca) {
+            case .success(let c): ctx = c
+            case .failure(let e):
+                close(fd)
+                return .tlsFailed(e.message)
+            }
+            switch TLSTransport.connect(fd: fd, host: server.host, context: ctx, pins: config.pins,
+                                        deadline: monotonicNow() + options.connectTimeout, wake: wake, stopping: { stopping }) {
+            case .success(let t): transport = t
+            case .failure(let e): return e.verification ? .tlsFailed(e.message) : .failedToConnect(e.message)
+            }
+        } else {
+            transport = PlainTransport(fd: fd)
+        }
+        defer { transport.close() }
 
         var conn = Connection(fd: fd, heartbeat: LinkHeartbeat(interval: config.heartbeat, now: monotonicNow()))
         conn.queue(.hello(Hello(device: deviceID, token: config.token)))
@@ -194,6 +237,7 @@ public final class OrderLink: Sendable {
         var unknownTypes = Set<String>()
         var oddMessages = 0  // out-of-place messages logged, at most 10 per connection
         var badLines = 0
+        var unauthenticated = 0  // rejected for their signature, logged at most 20 per connection
 
         while !stopping {
             // Acks go out only after the welcome: the server has not accepted us before it.
@@ -201,7 +245,7 @@ public final class OrderLink: Sendable {
                 let acks = shared.withLock { s -> [Ack] in defer { s.outbox.removeAll() }; return s.outbox }
                 for a in acks { conn.queue(.ack(a)) }
             }
-            if let err = Sock.flush(fd, &conn.out) {
+            if let err = transport.flush(&conn.out) {
                 return welcomed ? .lost("write failed: \(err)") : .failedToConnect("write failed: \(err)")
             }
             if conn.out.count < conn.lastOutCount { conn.heartbeat.sent(now: monotonicNow()) }
@@ -230,15 +274,17 @@ public final class OrderLink: Sendable {
                 deadline = handshakeDeadline
             }
             var fds = [
-                pollfd(fd: fd, events: Int16(POLLIN) | (conn.out.isEmpty ? 0 : Int16(POLLOUT)), revents: 0),
+                pollfd(fd: fd, events: transport.pollEvents(hasOutput: !conn.out.isEmpty), revents: 0),
                 pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0),
             ]
-            let n = poll(&fds, 2, Int32(max(0, min(deadline - now, 60)) * 1000) + 1)
+            let buffered = transport.hasBufferedInput
+            let n = poll(&fds, 2, buffered ? 0 : Int32(max(0, min(deadline - now, 60)) * 1000) + 1)
             if n < 0 && errno != EINTR { return .lost("poll failed: \(errnoText(errno))") }
             if fds[1].revents != 0 { wake.drain() }
-            guard fds[0].revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 else { continue }
+            // TLS may need the socket writable to read (renegotiation, key update): any event counts.
+            guard buffered || fds[0].revents != 0 else { continue }
 
-            switch Sock.read(fd, into: &conn.readBuf) {
+            switch transport.read(into: &conn.readBuf) {
             case .wouldBlock: continue
             case .eof: return welcomed ? .lost("server closed the connection") : .failedToConnect("server closed the connection before welcome")
             case .failed(let e): return welcomed ? .lost("read failed: \(e)") : .failedToConnect("read failed: \(e)")
@@ -251,12 +297,13 @@ public final class OrderLink: Sendable {
                         let msg = "line longer than \(ProtocolCodec.maxLineBytes) bytes (\(size) without a newline)"
                         log.error("bad message from server; closing the connection", ["server": server.description, "error": msg])
                         conn.queue(.error(code: "line_too_long", message: msg))
-                        _ = Sock.flush(fd, &conn.out)
+                        _ = transport.flush(&conn.out)
                         return welcomed ? .lost(msg) : .failedToConnect(msg)
                     case .line(let l): line = l
                     }
                     let message: ProtocolMessage
-                    switch ProtocolCodec.decode(line) {
+                    let decoded = ProtocolCodec.decodeKeepingObject(line)
+                    switch decoded.message {
                     case .success(let m): message = m
                     case .failure(let e):
                         badLines += 1
@@ -290,8 +337,20 @@ public final class OrderLink: Sendable {
                     case .pong:
                         break
                     case .order(let o) where welcomed:
+                        if let rejection = verifier?.check(decoded.object ?? JSONObject(), now: options.unixNow()) {
+                            unauthenticated += 1
+                            logUnauthenticated(rejection, type: "order", id: o.id, count: unauthenticated, server: server)
+                            conn.queue(.ack(Ack(id: o.id, status: .rejected, reason: rejection.reason.rawValue, message: rejection.message)))
+                            continue
+                        }
                         onEvent(.order(o))
                     case .cancel(let id) where welcomed:
+                        if let rejection = verifier?.check(decoded.object ?? JSONObject(), now: options.unixNow()) {
+                            unauthenticated += 1
+                            logUnauthenticated(rejection, type: "cancel", id: id, count: unauthenticated, server: server)
+                            conn.queue(.error(code: rejection.reason.rawValue, message: "cancel \(id) ignored: \(rejection.message)"))
+                            continue
+                        }
                         onEvent(.cancel(id: id))
                     case .order, .cancel:
                         oddMessages += 1
@@ -313,6 +372,16 @@ public final class OrderLink: Sendable {
             }
         }
         return .lost("stopped")
+    }
+
+    /// Never spoken, always logged (the first 20 of a connection, then a count).
+    private func logUnauthenticated(_ r: SignatureRejection, type: String, id: String, count: Int, server: ServerAddress) {
+        if count <= 20 {
+            log.warning("\(type) rejected: \(r.reason == .unsigned ? "not signed" : r.reason == .badSignature ? "bad signature" : r.reason == .stale ? "timestamp out of range" : "replayed")",
+                        ["server": server.description, "id": id, "reason": r.reason.rawValue, "error": r.message])
+        } else if count == 21 {
+            log.warning("more unauthenticated messages from server; not logging each", ["server": server.description])
+        }
     }
 
     private struct Connection {

@@ -34,6 +34,12 @@ public struct OrderServerConfig: Sendable, Equatable {
     /// Order ids are `<prefix><n>`; nil: `O<start unix seconds>-` so ids differ across restarts.
     public var idPrefix: String?
     public var seed: UInt64?
+    /// Signs every order and cancel it sends (`--key`; docs/protocol.md, "Signed orders"),
+    /// afresh on each send, redeliveries included.
+    public var key: [UInt8]?
+    /// Serve TLS with this certificate chain and key (PEM files; `--tls-cert`, `--tls-key`).
+    public var tlsCert: String?
+    public var tlsKey: String?
 
     public init() {}
 
@@ -90,12 +96,16 @@ public final class OrderServer: Sendable {
     private let wake = WakePipe()
     private let idPrefix: String
     private let counter = Atomic<Int>(0)
+    /// Unix seconds put in `ts` (tests shift it to make stale orders).
+    let unixNow: @Sendable () -> Int64
 
     /// `output` defaults to `OrderServer.stdoutLine`: unbuffered, so a test reading the pipe sees
     /// each event at once.
-    public init(config: OrderServerConfig, output: @escaping @Sendable (String) -> Void = OrderServer.stdoutLine) {
+    public init(config: OrderServerConfig, output: @escaping @Sendable (String) -> Void = OrderServer.stdoutLine,
+                unixNow: @escaping @Sendable () -> Int64 = { Crypto.unixNow() }) {
         self.config = config
         self.output = output
+        self.unixNow = unixNow
         idPrefix = config.idPrefix ?? "O\(wallMillis() / 1000)-"
     }
 
@@ -105,6 +115,16 @@ public final class OrderServer: Sendable {
     /// Binds, listens and starts the server thread. Returns the port.
     @discardableResult
     public func start() throws(OrderServerError) -> Int {
+        var tls: TLSContext?
+        if config.tlsCert != nil || config.tlsKey != nil {
+            guard let cert = config.tlsCert, let key = config.tlsKey else {
+                throw OrderServerError(message: "TLS needs both --tls-cert and --tls-key")
+            }
+            switch TLSContext.server(certFile: cert, keyFile: key) {
+            case .success(let c): tls = c
+            case .failure(let e): throw OrderServerError(message: e.message)
+            }
+        }
         let addrs: [SocketAddress]
         switch SocketAddress.resolve(host: config.host, port: config.port, passive: true) {
         case .success(let a): addrs = a
@@ -132,10 +152,11 @@ public final class OrderServer: Sendable {
         }
         let port = Int(bound.description.split(separator: ":").last.flatMap { Int($0) } ?? config.port)
         shared.withLock { $0.port = port }
-        output("listening addr=\(bound)")
+        output("listening addr=\(bound)" + (tls != nil ? " tls=yes" : "") + (config.key != nil ? " signed=yes" : ""))
         let listenFD = fd
         let initial = loadState()
-        let t = JoinableThread(name: "crier-ordersim") { [self] in loop(listenFD, initial) }
+        let tlsContext = tls
+        let t = JoinableThread(name: "crier-ordersim") { [self] in loop(listenFD, initial, tlsContext) }
         shared.withLock { $0.thread = t }
         return port
     }
@@ -206,7 +227,9 @@ public final class OrderServer: Sendable {
 
     private final class Client {
         let fd: Int32
+        let transport: LinkTransport
         let addr: String
+        let signer: OrderSigner?
         var device: String?
         var framer = LineFramer()
         var out: [UInt8] = []
@@ -214,11 +237,24 @@ public final class OrderServer: Sendable {
         var lastSent = monotonicNow()
         var closeAfterFlush = false
         var closeReason: String?
-        init(fd: Int32, addr: String) {
-            self.fd = fd
+        init(transport: LinkTransport, addr: String, signer: OrderSigner?) {
+            self.fd = transport.fd
+            self.transport = transport
             self.addr = addr
+            self.signer = signer
         }
-        func queue(_ m: ProtocolMessage) { out += ProtocolCodec.line(m) }
+        func queue(_ m: ProtocolMessage) {
+            switch m {
+            case .order, .cancel:
+                if let signer {
+                    out += JSON.write(.object(signer.sign(ProtocolCodec.object(m))))
+                    out.append(0x0A)
+                    return
+                }
+            default: break
+            }
+            out += ProtocolCodec.line(m)
+        }
     }
 
     struct LoadedState {
@@ -249,8 +285,9 @@ public final class OrderServer: Sendable {
         }
     }
 
-    private func loop(_ listenFD: Int32, _ initial: LoadedState) {
+    private func loop(_ listenFD: Int32, _ initial: LoadedState, _ tls: TLSContext?) {
         defer { close(listenFD) }
+        let signer = config.key.map { OrderSigner(key: $0, clock: unixNow) }
         var clients: [Client] = []
         var books: [String: DeviceBook] = [:]
         var backlog: [Order] = []  // orders made before any device said hello
@@ -365,7 +402,10 @@ public final class OrderServer: Sendable {
                 if let r = a.reason { kv.append(("reason", r)) }
                 if let msg = a.message { kv.append(("message", msg)) }
                 emit("ack", kv)
-                if books[dev]?.acked(a.id) == true {
+                // A signature rejection concerns that delivery, not the order: it stays unacked
+                // and is redelivered (signed afresh) on the next connection.
+                let deliveryProblem = a.status == .rejected && ["bad_signature", "stale", "replayed", "unsigned"].contains(a.reason ?? "")
+                if !deliveryProblem, books[dev]?.acked(a.id) == true {
                     journal?.append(op: "ack", device: dev, id: a.id)
                     summary.acks[a.status, default: 0] += 1
                 }
@@ -426,7 +466,7 @@ public final class OrderServer: Sendable {
             for c in clients {
                 if c.device != nil, now - max(c.lastSent, c.lastReceived) >= config.heartbeat { c.queue(.ping) }
                 let before = c.out.count
-                if let err = Sock.flush(c.fd, &c.out) { c.closeReason = "write failed: \(err)"; c.closeAfterFlush = true; c.out = [] }
+                if let err = c.transport.flush(&c.out) { c.closeReason = "write failed: \(err)"; c.closeAfterFlush = true; c.out = [] }
                 if c.out.count < before { c.lastSent = now }
                 if now - c.lastReceived > config.silenceTimeout, c.closeReason == nil {
                     drop(c, "no data for \(Int(config.silenceTimeout)) s")
@@ -436,7 +476,7 @@ public final class OrderServer: Sendable {
                 // Closed after one flush attempt: a peer that does not read cannot hold us.
                 guard c.closeAfterFlush else { return false }
                 if let d = c.device { emit("device disconnected", [("device", d), ("reason", c.closeReason ?? "closed")]) }
-                close(c.fd)
+                c.transport.close()
                 return true
             }
 
@@ -445,9 +485,10 @@ public final class OrderServer: Sendable {
             let base = fds.count
             let polled = clients  // accept below appends; these match the pollfds
             for c in polled {
-                fds.append(pollfd(fd: c.fd, events: Int16(POLLIN) | (c.out.isEmpty ? 0 : Int16(POLLOUT)), revents: 0))
+                fds.append(pollfd(fd: c.fd, events: c.transport.pollEvents(hasOutput: !c.out.isEmpty), revents: 0))
             }
             var timeout = 1000.0
+            if polled.contains(where: { $0.transport.hasBufferedInput }) { timeout = 0 }
             if let t = nextRandom { timeout = min(timeout, max(0, (t - now) * 1000)) }
             if config.rate != nil, made < limit, anyDevice { timeout = min(timeout, 5) }
             _ = poll(&fds, nfds_t(fds.count), Int32(timeout) + 1)
@@ -464,7 +505,14 @@ public final class OrderServer: Sendable {
                     Sock.setNonBlocking(cfd)
                     _ = fcntl(cfd, F_SETFD, FD_CLOEXEC)
                     Sock.setOption(cfd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
-                    clients.append(Client(fd: cfd, addr: peer.description))
+                    let transport: LinkTransport
+                    if let tls {
+                        guard let t = TLSTransport.accepting(fd: cfd, context: tls) else { close(cfd); continue }
+                        transport = t
+                    } else {
+                        transport = PlainTransport(fd: cfd)
+                    }
+                    clients.append(Client(transport: transport, addr: peer.description, signer: signer))
                 }
             }
             if stdinOpen, fds[2].revents != 0 {
@@ -477,11 +525,13 @@ public final class OrderServer: Sendable {
                 case .eof, .failed: stdinOpen = false
                 }
             }
-            for (i, c) in polled.enumerated() where fds[base + i].revents != 0 && !c.closeAfterFlush {
-                switch Sock.read(c.fd, into: &readBuf) {
+            for (i, c) in polled.enumerated() where (fds[base + i].revents != 0 || c.transport.hasBufferedInput) && !c.closeAfterFlush {
+                switch c.transport.read(into: &readBuf) {
                 case .wouldBlock: break
                 case .eof: drop(c, "device closed the connection")
-                case .failed(let e): drop(c, "read failed: \(e)")
+                case .failed(let e):
+                    if c.device == nil { emit("device rejected", [("addr", c.addr), ("reason", e)]) }
+                    drop(c, "read failed: \(e)")
                 case .data(let n):
                     c.lastReceived = monotonicNow()
                     for item in c.framer.push(readBuf[0..<n]) {
@@ -496,8 +546,8 @@ public final class OrderServer: Sendable {
             }
         }
         for c in clients {
-            _ = Sock.flush(c.fd, &c.out)
-            close(c.fd)
+            _ = c.transport.flush(&c.out)
+            c.transport.close()
         }
         summary.orders = made
         if summary.unacked == 0 { summary.unacked = books.values.reduce(0) { $0 + $1.count } + backlog.count }
@@ -532,6 +582,31 @@ public final class OrderServer: Sendable {
             q.append(ch)
         }
         return q + "\""
+    }
+}
+
+/// Signs orders and cancels at send time. Each send of the same id gets a larger `ts` than the
+/// one before, even within one second, so a quick redelivery is never taken for a replay.
+/// Server thread only.
+final class OrderSigner {
+    let key: [UInt8]
+    let clock: @Sendable () -> Int64
+    private var lastTS: [String: Int64] = [:]
+
+    init(key: [UInt8], clock: @escaping @Sendable () -> Int64) {
+        self.key = key
+        self.clock = clock
+    }
+
+    func sign(_ o: JSONObject) -> JSONObject {
+        let now = clock()
+        var id = ""
+        if case .string(let s)? = o["id"] { id = s }
+        if case .string(let t)? = o["type"] { id = t + ":" + id }
+        let ts = max(now, (lastTS[id] ?? Int64.min) &+ 1)
+        if lastTS.count > 20_000 { lastTS = lastTS.filter { $0.value > now - 2 * OrderSigning.window } }
+        lastTS[id] = ts
+        return OrderSigning.sign(o, ts: ts, key: key, mac: Crypto.hmacSHA256)
     }
 }
 

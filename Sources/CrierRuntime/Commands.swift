@@ -1,6 +1,8 @@
 import CrierAudio
 import CrierCore
+import CrierSystem
 import CrierSpeech
+import CrierSystem
 import Foundation
 
 /// Exit codes: 0 ok, 1 runtime failure, 2 usage error (the usual convention).
@@ -75,7 +77,7 @@ public enum SayCommand {
             return ExitCode.failure
         }
         let config = ctx.loaded.config
-        let speech = SpeechEngine(dataPath: config.speech.dataPath, log: ctx.hub.logger("speech"))
+        let speech = SpeechEngine(dataPath: config.speech.dataPath, deadline: config.speech.deadline, log: ctx.hub.logger("speech"))
         defer { speech.stop() }
         let pipeline = SpeechPipeline(config: config, speech: speech, log: ctx.hub.logger("speech"))
         let u = pipeline.words(.text(o.text), lang: o.lang)
@@ -88,6 +90,19 @@ public enum SayCommand {
             return ExitCode.ok
         }
         let log = ctx.hub.logger("say")
+        // With a daemon running, speak through it: the device is never opened twice.
+        if o.output == nil && !config.log.controlSocket.isEmpty {
+            do {
+                let reply = try ControlClient.say(o.lang ?? config.speech.lang, o.text, path: config.log.controlSocket)
+                log.info("sent to the running daemon", ["reply": reply])
+                return ExitCode.ok
+            } catch .notRunning {
+                // No daemon: speak ourselves below.
+            } catch {
+                log.error("\(error)")
+                return ExitCode.failure
+            }
+        }
         if let output = o.output {
             let format = AudioFormat(rate: config.audio.rate, channels: config.audio.channels)
             do {
@@ -129,5 +144,25 @@ public enum OfflineRender {
             out += buf
         }
         return out
+    }
+}
+
+public enum StatusCommand {
+    public static func run(configPath: String?, json: Bool) -> Int32 {
+        var path = ControlServer.defaultPath
+        if let p = configPath {
+            guard let loaded = try? ConfigLoader.load(path: p, required: true) else {
+                FileHandle.standardError.write(Data("crier status: cannot read \(p)\n".utf8))
+                return ExitCode.failure
+            }
+            path = loaded.config.log.controlSocket
+        }
+        do {
+            print(try ControlClient.status(json: json, path: path), terminator: "")
+            return ExitCode.ok
+        } catch {
+            FileHandle.standardError.write(Data("crier status: \(error)\n".utf8))
+            return ExitCode.failure
+        }
     }
 }

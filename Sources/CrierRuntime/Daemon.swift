@@ -4,6 +4,7 @@ import CrierGPIO
 import CrierLink
 import CrierSpeech
 import Foundation
+import Synchronization
 
 /// `crier run`: the audio engine, speech, the order link, the alert queue, buttons and status
 /// prompts in one process. This actor owns the queue (so a component restart never loses an
@@ -13,7 +14,10 @@ public actor Daemon {
     let hub: LogHub
     let log: Logger
     let alertLog: Logger
-    public let engine: AudioEngine
+    /// Replaced (not repaired) when its thread stalls: a thread stuck in a driver call cannot be
+    /// stopped, so a new engine takes over and the old one is abandoned.
+    private let engineBox: Mutex<AudioEngine>
+    public nonisolated var engine: AudioEngine { engineBox.withLock { $0 } }
     let pipeline: SpeechPipeline
     var link: OrderLink?
     var buttons: ButtonService?
@@ -23,6 +27,8 @@ public actor Daemon {
     /// Spoken feedback: button prompts first, then status prompts. Never ahead of an order.
     var buttonPrompts: [Templates.Name] = []
     var statusPrompts: [Templates.Name] = []
+    /// Text from `crier say` through the control socket: after orders, before status prompts.
+    var requests: [Utterance] = []
     /// The alert being said and its clip, for cancel.
     var current: (alert: Alert, clip: UInt64)?
     /// The prompt being said: an arriving order cuts it short (prompts never delay an order).
@@ -32,9 +38,8 @@ public actor Daemon {
     var hardwareVolume: HardwareVolume?
     var hardwareVolumeError: String?
 
-    var linkUp = false
-    var linkDownSince: Double?
-    var nextLinkDownPrompt: Double?
+    var linkPrompts: LinkPromptSchedule
+    var linkUp: Bool { linkPrompts.up }
 
     var stopping = false
     var waiter: CheckedContinuation<Void, Never>?
@@ -48,10 +53,13 @@ public actor Daemon {
         self.hub = hub
         log = hub.logger("runtime")
         alertLog = hub.logger("alert")
-        engine = AudioEngine(config: AudioEngineConfig(config.audio), log: hub.logger("audio"))
-        let speech = SpeechEngine(dataPath: config.speech.dataPath, log: hub.logger("speech"))
+        engineBox = Mutex(AudioEngine(config: AudioEngineConfig(config.audio), log: hub.logger("audio")))
+        let speech = SpeechEngine(dataPath: config.speech.dataPath, deadline: config.speech.deadline, log: hub.logger("speech"))
         pipeline = SpeechPipeline(config: config, speech: speech, log: hub.logger("speech"))
         queue = AlertQueue(config: config.alerts, defaultLang: config.speech.lang)
+        var status = config.status
+        if config.link.server == nil { status.onLinkDown = false }
+        linkPrompts = LinkPromptSchedule(config: status, startedAt: Monotonic.now())
     }
 
     static func now() -> Double { Monotonic.now() }
@@ -66,15 +74,12 @@ public actor Daemon {
             let (stream, cont) = AsyncStream.makeStream(of: LinkEvent.self)
             let l = OrderLink(config: config.link, deviceID: config.deviceID, log: hub.logger("link")) { cont.yield($0) }
             link = l
-            linkDownSince = Self.now()
-            nextLinkDownPrompt = Self.now() + config.status.linkDownAfter
             Task { for await e in stream { self.handle(e) } }
             l.start()
             log.info("order link starting", ["server": server.description, "device": config.deviceID])
         } else {
             log.warning("no order server configured; set `server = tcp://HOST:PORT` in crier.conf to receive orders")
         }
-        startButtons()
         Task { await self.speakerLoop() }
         log.info("ready", ["version": CrierVersion.string, "device": config.audio.device,
                            "server": config.link.server?.description ?? "none"])
@@ -115,15 +120,10 @@ public actor Daemon {
         let now = Self.now()
         switch e {
         case .connected:
-            linkUp = true
-            linkDownSince = nil
-            nextLinkDownPrompt = nil
             statusPrompts.removeAll { $0 == .linkDown }
-            if config.status.onLinkUp { statusPrompts.append(.linkUp) }
+            if let p = linkPrompts.connected() { statusPrompts.append(p) }
         case .disconnected:
-            linkUp = false
-            linkDownSince = now
-            nextLinkDownPrompt = now + config.status.linkDownAfter
+            linkPrompts.disconnected(now: now)
         case .order(let o):
             guard !stopping else { return }  // unacked: the server redelivers after restart
             let admission = queue.add(o, now: now)
@@ -177,10 +177,9 @@ public actor Daemon {
         while true {
             let now = Self.now()
             if stopping { break }
-            if let due = nextLinkDownPrompt, now >= due, !linkUp, config.status.onLinkDown {
-                if !statusPrompts.contains(.linkDown) { statusPrompts.append(.linkDown) }
-                nextLinkDownPrompt = now + config.status.linkDownRepeat
-                log.warning("order server unreachable", ["for": String(format: "%.0fs", now - (linkDownSince ?? now))])
+            if let p = linkPrompts.due(now: now) {
+                if !statusPrompts.contains(p) { statusPrompts.append(p) }
+                log.warning("order server unreachable", ["for": String(format: "%.0fs", now - (linkPrompts.downSince ?? now))])
             }
             for ack in queue.expire(now: now) { send(ack, note: "expired before it could be said") }
             let held = gains.holdAlerts
@@ -194,11 +193,13 @@ public actor Daemon {
                 await say(alert)
             } else if !buttonPrompts.isEmpty {
                 await sayPrompt(buttonPrompts.removeFirst())
+            } else if !requests.isEmpty {
+                await sayUtterance(requests.removeFirst())
             } else if !statusPrompts.isEmpty {
                 await sayPrompt(statusPrompts.removeFirst())
             } else {
                 var wake = held ? nil : queue.nextWakeup(now: now)
-                if let p = nextLinkDownPrompt, config.status.onLinkDown { wake = min(wake ?? p, p) }
+                if let p = linkPrompts.nextDownPrompt { wake = min(wake ?? p, p) }
                 await sleep(until: wake)
             }
         }
@@ -228,7 +229,8 @@ public actor Daemon {
             return
         }
         let synthMs = (Self.now() - t0) * 1000
-        let id = engine.play(clip, gain: 1) { outcome in Task { await self.clipDone(outcome) } }
+        let token = newClipToken()
+        let id = engine.play(clip, gain: 1) { outcome in Task { await self.clipDone(token: token, outcome) } }
         alertLog.info("saying", ["ids": alert.orderIDs.joined(separator: ","), "seconds": String(format: "%.1f", Double(clip.samples.count) / Double(engine.config.format.rate)),
                                  "synth_ms": String(format: "%.1f", synthMs)])
         current = (alert, id)
@@ -239,6 +241,7 @@ public actor Daemon {
             let acks = queue.finished(alert, now: Self.now())
             for ack in acks { send(ack) }
             if alert.occasion == .first {
+                remember(alert, text: u.text)
                 for oid in alert.orderIDs {
                     alertLog.info("spoken", ["id": oid, "text": u.text])
                 }
@@ -252,8 +255,21 @@ public actor Daemon {
 
     var clipWaiter: CheckedContinuation<ClipOutcome, Never>?
     var clipOutcome: ClipOutcome?
+    /// The clip the speaker loop waits for; outcomes of any other (a replaced engine's late
+    /// callback) are ignored.
+    var expectedClip: UInt64?
+    var clipTokens: UInt64 = 0
 
-    func clipDone(_ o: ClipOutcome) {
+    func newClipToken() -> UInt64 {
+        clipTokens += 1
+        expectedClip = clipTokens
+        clipOutcome = nil
+        return clipTokens
+    }
+
+    func clipDone(token: UInt64, _ o: ClipOutcome) {
+        guard token == expectedClip else { return }
+        expectedClip = nil
         if let w = clipWaiter { clipWaiter = nil; w.resume(returning: o) } else { clipOutcome = o }
     }
 
@@ -262,12 +278,29 @@ public actor Daemon {
         return await withCheckedContinuation { clipWaiter = $0 }
     }
 
+    /// `crier say` through the running daemon: the device is never opened twice.
+    public func request(_ lang: Lang, _ text: String) -> String {
+        let u = pipeline.words(.text(text), lang: lang)
+        requests.append(u)
+        poke()
+        return "queued: \(u.text)"
+    }
+
+    func sayUtterance(_ u: Utterance) async {
+        guard let clip = try? await pipeline.clip(u, rate: engine.config.format.rate) else { return }
+        let token = newClipToken()
+        _ = engine.play(clip, gain: 1) { outcome in Task { await self.clipDone(token: token, outcome) } }
+        _ = await waitClip()
+        log.info("said on request", ["text": u.text])
+    }
+
     func sayPrompt(_ name: Templates.Name) async {
         let u = pipeline.words(.prompt(name), lang: config.speech.lang)
         guard let clip = try? await pipeline.clip(u, rate: engine.config.format.rate) else { return }
         let gain = gains.alerts > 0 ? gains.prompts / gains.alerts : 0
         guard gain > 0 else { return }  // muted: prompts are silent
-        currentPrompt = engine.play(clip, gain: gain) { outcome in Task { await self.clipDone(outcome) } }
+        let token = newClipToken()
+        currentPrompt = engine.play(clip, gain: gain) { outcome in Task { await self.clipDone(token: token, outcome) } }
         let outcome = await waitClip()
         currentPrompt = nil
         log.info(outcome == .played ? "said" : "prompt cut short", ["prompt": name.rawValue, "text": u.text])
@@ -275,13 +308,31 @@ public actor Daemon {
 
     // MARK: buttons
 
-    func startButtons() {
+    /// Runs the buttons until cancelled (the supervisor's "buttons" component calls this).
+    public func runButtons() async {
         let hooks = ButtonService.Hooks(
             historyCount: { await self.historyCount() },
             perform: { await self.perform($0) })
         let service = ButtonService(config: config.buttons, log: hub.logger("buttons"), hooks: hooks, wall: WallClock.now)
         buttons = service
-        buttonTask = Task { await service.run() }
+        let t = Task { await service.run() }
+        buttonTask = t
+        await withTaskCancellationHandler { await t.value } onCancel: { t.cancel() }
+    }
+
+    public func stopButtons() { buttonTask?.cancel() }
+
+    /// The supervisor saw the audio thread stall: start a fresh engine and abandon the old one.
+    /// What was playing is said again from its start on the new one.
+    public func replaceAudioEngine() {
+        let old = engine
+        let fresh = AudioEngine(config: old.config, log: hub.logger("audio"))
+        engineBox.withLock { $0 = fresh }
+        log.error("audio thread stalled; starting a new audio engine (the old thread is abandoned)")
+        old.abandon()
+        fresh.start()
+        applyVolume(gains.alerts)
+        clipDone(token: expectedClip ?? 0, .shutdown)
     }
 
     func historyCount() -> Int { queue.history.count }
@@ -336,19 +387,23 @@ public actor Daemon {
 
     // MARK: status
 
-    public struct Snapshot: Sendable {
-        public var linkUp: Bool
-        public var waiting: Int
-        public var current: String?
-        public var history: [String]
-        public var uptime: Double
-        public var audio: AudioStats
-        public var gains: OutputGain
+    var lastSpoken: [AlertSummary] = []
+
+    func remember(_ alert: Alert, text: String) {
+        for id in alert.orderIDs {
+            lastSpoken.append(AlertSummary(time: WallClock.now(), id: id, lang: alert.lang.rawValue, text: text, state: "spoken"))
+        }
+        if lastSpoken.count > 10 { lastSpoken.removeFirst(lastSpoken.count - 10) }
     }
 
-    public func snapshot() -> Snapshot {
-        Snapshot(linkUp: linkUp, waiting: queue.waitingCount, current: current?.alert.description,
-                 history: queue.history.suffix(10).map(\.description), uptime: Self.now() - started,
-                 audio: engine.stats, gains: gains)
+    public func snapshot(components: [ComponentStatus], lastError: LogRecord?) async -> StatusSnapshot {
+        let state = await buttons?.state
+        let link = LinkStatus(state: config.link.server == nil ? "off" : (linkUp ? "up" : "down"),
+                              server: config.link.server?.description,
+                              since: linkPrompts.downSince.map { Self.now() - $0 })
+        return StatusSnapshot(version: CrierVersion.string, deviceID: config.deviceID, time: WallClock.now(),
+                              uptime: Self.now() - started, components: components, link: link, lastError: lastError,
+                              volume: state?.volume ?? config.buttons.volumeDefault, volumeMax: config.buttons.volumeSteps,
+                              muted: state?.muted ?? false, queueLength: queue.waitingCount, lastAlerts: lastSpoken)
     }
 }

@@ -1,11 +1,13 @@
 import CrierAudio
 import CrierCore
+import CrierSystem
 import CrierLink
 import Dispatch
 import Foundation
 
 public enum RunCommand {
-    /// The daemon. Returns the exit code after SIGTERM/SIGINT (0) or a fatal error.
+    /// The daemon. Returns 0 after SIGTERM/SIGINT, 1 when the supervisor gives up (restart
+    /// intensity exceeded) so systemd restarts the whole process.
     public static func run(configPath: String?) async -> Int32 {
         let ctx: CommandContext
         switch CommandContext.make(configPath: configPath) {
@@ -19,43 +21,138 @@ public enum RunCommand {
             ctx = CommandContext(hub: hub, loaded: ConfigLoader.Loaded(config: CrierConfig(), path: configPath ?? CrierConfig.defaultPath,
                                                                         fileFound: false, diagnostics: []))
         }
-        let log = ctx.hub.logger("runtime")
+        let config = ctx.loaded.config
+        let hub = ctx.hub
+        let log = hub.logger("runtime")
         if !ctx.loaded.fileFound {
             log.warning("no config file at \(ctx.loaded.path); using defaults (see `crier config --example`)")
         }
-        let daemon = Daemon(config: ctx.loaded.config, hub: ctx.hub)
-        let signals = SignalStream([SIGTERM, SIGINT])
+        hub.limitRepeats()
+        let lastError = LastErrorSink()
+        hub.add(lastError)
+        var serial: SerialSink?
+        if !config.log.serial.isEmpty {
+            do {
+                let sink = try SerialSink(path: config.log.serial, options: SerialSink.Options(baud: config.log.serialBaud))
+                hub.add(sink)
+                serial = sink
+            } catch {
+                log.error("serial log on \(config.log.serial) unavailable: \(error); check log.serial in crier.conf")
+            }
+        }
+        let signals: SignalWatcher
+        do {
+            signals = try SignalWatcher.start([.terminate, .interrupt])
+        } catch {
+            log.error("cannot watch signals: \(error)")
+            return ExitCode.failure
+        }
+        let notifier: SystemdNotifier?
+        do { notifier = try SystemdNotifier() } catch {
+            log.error("systemd notify socket unusable: \(error); continuing without it")
+            notifier = nil
+        }
+
+        let daemon = Daemon(config: config, hub: hub)
         await daemon.start()
-        let sig = await signals.next()
-        log.info("signal received; shutting down", ["signal": sig == SIGTERM ? "TERM" : "INT"])
+        let supervisor: Supervisor
+        do {
+            supervisor = try Supervisor(components: [AudioComponent(daemon: daemon), ButtonsComponent(daemon: daemon)],
+                                        options: config.supervision.options, log: hub.logger("supervisor"))
+        } catch {
+            log.error("\(error)")
+            return ExitCode.failure
+        }
+        let (ends, endsIn) = AsyncStream.makeStream(of: Int32.self)
+        let supTask = Task {
+            do {
+                try await supervisor.run()
+            } catch {
+                log.error("\(error); exiting so systemd restarts the whole process")
+                endsIn.yield(ExitCode.failure)
+            }
+        }
+        let signalTask = Task {
+            for await s in signals.signals {
+                log.info("signal received; shutting down", ["signal": s.description])
+                endsIn.yield(ExitCode.ok)
+            }
+        }
+        let snapshot: @Sendable () async -> StatusSnapshot = {
+            await daemon.snapshot(components: supervisor.statuses(), lastError: lastError.lastError)
+        }
+        var control: ControlServer?
+        if !config.log.controlSocket.isEmpty {
+            do {
+                // Group-restricted where the package created the `crier` group; owner-only otherwise.
+                let group: String? = getgrnam("crier") != nil ? "crier" : nil
+                control = try ControlServer(path: config.log.controlSocket, group: group,
+                                            handlers: .init(status: snapshot, say: { lang, text in await daemon.request(lang, text) }),
+                                            log: hub.logger("control"))
+            } catch {
+                log.warning("control socket unavailable: \(error); `crier status` will not reach this daemon")
+            }
+        }
+        try? notifier?.ready(status: StatusFormat.systemdLine(await snapshot()))
+        let petTask = Task {
+            guard let n = notifier, let petter = WatchdogPetter.fromEnvironment() else { return }
+            await WatchdogPetter.run(petter, clock: SystemClock(), health: { supervisor.health() },
+                                     pet: { try? n.watchdog() }, log: hub.logger("watchdog"))
+        }
+        let statusTask = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(5))
+                hub.flushRepeats()
+                try? notifier?.status(StatusFormat.systemdLine(await snapshot()))
+            }
+        }
+        var code = ExitCode.ok
+        for await c in ends { code = c; break }
+        try? notifier?.stopping(status: "stopping")
+        statusTask.cancel()
+        petTask.cancel()
+        signalTask.cancel()
+        control?.close()
+        // Supervision ends first, so parts stopping on purpose are not "restarted".
+        supervisor.stop()
+        _ = await supTask.value
         await daemon.shutdown()
-        return ExitCode.ok
+        hub.flushRepeats()
+        serial?.close(flushTimeout: 1)
+        return code
     }
 }
 
-/// SIGTERM/SIGINT as an async value, through Dispatch (the handler runs on a queue, not in
-/// signal context).
-final class SignalStream {
-    private let stream: AsyncStream<Int32>
-    private let sources: [any DispatchSourceSignal]
+/// The audio engine under supervision: progress is the engine thread's own loop; a stall gets
+/// a fresh engine (the stuck thread cannot be stopped).
+struct AudioComponent: SupervisedComponent {
+    let daemon: Daemon
+    var name: String { "audio" }
+    var stallDeadline: Double? { 3 }
+    var stopTimeout: Double { 1 }
 
-    init(_ signals: [Int32]) {
-        let (s, c) = AsyncStream.makeStream(of: Int32.self)
-        stream = s
-        var srcs: [any DispatchSourceSignal] = []
-        for sig in signals {
-            signal(sig, SIG_IGN)
-            let src = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            src.setEventHandler { c.yield(sig) }
-            src.resume()
-            srcs.append(src)
-        }
-        sources = srcs
+    func run(progress: ProgressHandle) async throws {
+        await progress.follow(every: 0.25) { daemon.engine.lastProgress }
     }
 
-    func next() async -> Int32 {
-        for await s in stream { return s }
-        return SIGTERM
+    func requestStop(_ reason: StopReason) {
+        if reason == .stalled { Task { await daemon.replaceAudioEngine() } }
+    }
+}
+
+/// The button reader: its thread retries missing lines itself; the supervisor restarts it if
+/// it ever ends.
+struct ButtonsComponent: SupervisedComponent {
+    let daemon: Daemon
+    var name: String { "buttons" }
+    var dependencies: [String] { ["audio"] }
+
+    func run(progress: ProgressHandle) async throws {
+        await daemon.runButtons()
+    }
+
+    func requestStop(_ reason: StopReason) {
+        Task { await daemon.stopButtons() }
     }
 }
 
@@ -102,6 +199,7 @@ public enum DemoCommand {
         sc.every = o.every
         sc.readStdin = true
         sc.idPrefix = "D-"
+        sc.key = ctx.loaded.config.link.key  // a config with server.key: the demo signs its orders
         let server = OrderServer(config: sc)
         let port: Int
         do {
@@ -111,7 +209,9 @@ public enum DemoCommand {
             return ExitCode.failure
         }
         var config = ctx.loaded.config
-        config.link.server = ServerAddress(host: "127.0.0.1", port: port)
+        config.link.server = ServerAddress(host: "127.0.0.1", port: port)  // plain TCP on loopback
+        config.link.ca = nil
+        config.link.pins = []
         config.deviceID = "demo"
         config.link.heartbeat = 5
         if ctx.loaded.fileFound == false {
@@ -128,13 +228,15 @@ public enum DemoCommand {
         }
         log.notice("order server on 127.0.0.1:\(port): an order every \(ConfigValue.fmt(o.every.lowerBound))-\(ConfigValue.fmt(o.every.upperBound)) s; type a number + Enter for an order now, text for a text alert; Ctrl-C to stop")
         let daemon = Daemon(config: config, hub: ctx.hub)
-        let signals = SignalStream([SIGTERM, SIGINT])
+        guard let signals = try? SignalWatcher.start([.terminate, .interrupt]) else { return ExitCode.failure }
         await daemon.start()
+        let buttons = Task { await daemon.runButtons() }
         if let s = o.seconds {
             let stopper = Task { try? await Task.sleep(for: .seconds(s)); kill(getpid(), SIGTERM) }
             _ = stopper
         }
-        _ = await signals.next()
+        for await _ in signals.signals { break }
+        buttons.cancel()
         await daemon.shutdown()
         server.stop()
         return ExitCode.ok

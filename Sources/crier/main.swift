@@ -13,6 +13,7 @@ let usage = """
       demo           the reference order server on loopback plus the daemon, in one command
       order-sim      the reference order server (sends orders, prints every ack)
       say TEXT...    speak TEXT on the configured device, or write it to a WAV file
+      status         what the running daemon is doing (--json for machines)
       check-config   validate a config file and print the effective configuration
       config         print a fully commented example config (--example)
 
@@ -125,12 +126,15 @@ case "order-sim":
     let help = """
         usage: crier order-sim [--host ADDR] [--port P] [--every MIN-MAX] [--rate N] [--count N]
                                [--token T] [--state FILE] [--numbers MIN-MAX] [--no-stdin]
+                               [--key K] [--tls-cert FILE --tls-key FILE]
 
           The reference order server (docs/protocol.md). Sends a random new_customer order every
           MIN-MAX seconds (default 60-240; 0 = none), or N per second with --rate; stops after
           --count orders once all are acked. Lines typed on stdin become orders (a number →
           new_customer, other text → text). Prints one line per event: order, ack, device.
           --state FILE keeps unacked orders across restarts of the server.
+          --key K signs every order with the shared secret K (hex or base64, as server.key).
+          --tls-cert/--tls-key serve TLS with that PEM certificate chain and private key.
         """
     var a = Args(rest: argv, help: help)
     if a.flag("--help") { print(help); exit(0) }
@@ -163,9 +167,24 @@ case "order-sim":
     }
     o.config.token = a.value("--token")
     o.config.stateFile = a.value("--state")
+    if let k = a.value("--key") {
+        do throws(ConfigValueError) { o.config.key = try SecretValue.key(k) } catch { fail("--key: \(error.message)", help) }
+    }
+    o.config.tlsCert = a.value("--tls-cert")
+    o.config.tlsKey = a.value("--tls-key")
+    if (o.config.tlsCert == nil) != (o.config.tlsKey == nil) { fail("--tls-cert and --tls-key go together", help) }
     a.noUnknownOptions()
     guard a.rest.isEmpty else { fail("order-sim takes no arguments", help) }
     exit(OrderSimCommand.run(o))
+case "status":
+    let help = "usage: crier status [--config FILE] [--json]   ask the running daemon (its control socket)"
+    var a = Args(rest: argv, help: help)
+    if a.flag("--help") { print(help); exit(0) }
+    let file = a.value("--config")
+    let json = a.flag("--json")
+    a.noUnknownOptions()
+    guard a.rest.isEmpty else { fail("status takes no arguments", help) }
+    exit(StatusCommand.run(configPath: file, json: json))
 case "check-config":
     let help = "usage: crier check-config [FILE]   (default \(CrierConfig.defaultPath))"
     var a = Args(rest: argv, help: help)

@@ -69,6 +69,19 @@ public struct ConfigParser: Sendable {
         return Result(config: config, diagnostics: diags, setKeys: setKeys)
     }
 
+    /// The value a `key = value` line gives, exactly as `parse` reads it (nil: not such a line).
+    public static func value(ofLine raw: Substring) -> String? {
+        var line = raw
+        if line.hasSuffix("\r") { line = line.dropLast() }
+        let stripped = stripComment(line).trimmed
+        guard let eq = stripped.firstIndex(of: "=") else { return nil }
+        var value = stripped[stripped.index(after: eq)...].trimmed
+        if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
+            value = String(value.dropFirst().dropLast())
+        }
+        return value
+    }
+
     /// Everything from an unquoted `#` that starts the line or follows whitespace.
     static func stripComment(_ line: Substring) -> Substring {
         var inQuotes = false
@@ -84,7 +97,11 @@ public struct ConfigParser: Sendable {
 
     static func closest(to key: String, in candidates: [String]) -> String? {
         var best: (String, Int)?
-        for c in candidates {
+        // The distance is at least the difference in length: skip hopeless candidates, so a
+        // long garbage line costs nothing (found by the config fuzz target: 8 KiB of junk keys
+        // took ~100 edit distances of 8000 × 25 each).
+        let n = key.utf8.count
+        for c in candidates where abs(c.utf8.count - n) <= 3 {
             let d = editDistance(key, c)
             if d <= 3, best == nil || d < best!.1 || (d == best!.1 && c < best!.0) { best = (c, d) }
         }

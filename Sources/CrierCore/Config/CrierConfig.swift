@@ -3,7 +3,7 @@ public enum Lang: String, Sendable, CaseIterable, Hashable {
     case zh, en
 }
 
-/// `tcp://HOST:PORT` (port 7700 when left out). `tls://` is reserved for the TLS link.
+/// `tcp://HOST:PORT` or `tls://HOST:PORT` (port 7700 when left out).
 public struct ServerAddress: Sendable, Equatable, CustomStringConvertible {
     public var scheme: String
     public var host: String
@@ -19,11 +19,11 @@ public struct ServerAddress: Sendable, Equatable, CustomStringConvertible {
 
     public init(parsing s: String) throws(ConfigValueError) {
         guard let sep = s.firstRange(of: "://") else {
-            throw ConfigValueError("expected tcp://HOST:PORT, got \"\(s)\"")
+            throw ConfigValueError("expected tcp://HOST:PORT or tls://HOST:PORT, got \"\(s)\"")
         }
         let scheme = String(s[..<sep.lowerBound]).lowercased()
-        guard scheme == "tcp" else {
-            throw ConfigValueError("unsupported scheme \"\(scheme)\" (only tcp:// is available), got \"\(s)\"")
+        guard scheme == "tcp" || scheme == "tls" else {
+            throw ConfigValueError("unsupported scheme \"\(scheme)\" (tcp:// or tls://), got \"\(s)\"")
         }
         var rest = s[sep.upperBound...]
         if rest.hasSuffix("/") { rest = rest.dropLast() }
@@ -54,6 +54,8 @@ public struct ServerAddress: Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         host.contains(":") ? "\(scheme)://[\(host)]:\(port)" : "\(scheme)://\(host):\(port)"
     }
+
+    public var isTLS: Bool { scheme == "tls" }
 }
 
 /// How one language is spoken through espeak-ng.
@@ -90,6 +92,8 @@ public struct SpeechConfig: Sendable, Equatable {
         .en: VoiceConfig(voice: "en-us", rate: 165, pitch: 50, volume: 100),
     ]
     public var maxChars = 500
+    /// Seconds one synthesis may take before it is cut off (the order is then acked rejected).
+    public var deadline = 5.0
     public var dataPath = ""
 }
 
@@ -98,6 +102,51 @@ public struct LinkConfig: Sendable, Equatable {
     public var server: ServerAddress?
     public var token: String?
     public var heartbeat = 15.0
+    /// tls:// only: PEM file of the CA(s) that sign the server's certificate; nil: the system store.
+    public var ca: String?
+    /// tls:// only: SHA-256 hashes of acceptable SubjectPublicKeyInfo (DER); one must match a
+    /// certificate of the verified chain. Empty: no pinning.
+    public var pins: [[UInt8]] = []
+    /// Shared secret for signed orders (docs/protocol.md); nil: orders are not signed.
+    public var key: [UInt8]?
+}
+
+/// `server.key` and `server.pin` values.
+public enum SecretValue {
+    /// `hex:…`, `base64:…`, or without a prefix: hex when it is only hex digits (even count),
+    /// else base64 (standard or URL-safe). At least 16 bytes (128 bits), at most 1024.
+    public static func key(_ s: String) throws(ConfigValueError) -> [UInt8] {
+        var body = s
+        var bytes: [UInt8]?
+        if body.hasPrefix("hex:") {
+            body = String(body.dropFirst(4))
+            bytes = Hex.decode(body)
+        } else if body.hasPrefix("base64:") {
+            body = String(body.dropFirst(7))
+            bytes = Base64.decode(body)
+        } else {
+            bytes = Hex.decode(body) ?? Base64.decode(body)
+        }
+        // The value itself never appears in a message: it is a secret.
+        guard let k = bytes else { throw ConfigValueError("expected a shared secret in hex or base64 (e.g. from `openssl rand -hex 32`); the value given is neither") }
+        guard k.count >= 16 else { throw ConfigValueError("the shared secret is \(k.count) bytes; use at least 16 (`openssl rand -hex 32` makes a good one)") }
+        guard k.count <= 1024 else { throw ConfigValueError("the shared secret is \(k.count) bytes; at most 1024") }
+        return k
+    }
+
+    /// `sha256/<base64 of 32 bytes>`, several separated by commas (for a key rollover).
+    public static func pins(_ s: String) throws(ConfigValueError) -> [[UInt8]] {
+        var out: [[UInt8]] = []
+        for part in s.split(separator: ",") {
+            let p = part.trimmed
+            guard p.hasPrefix("sha256/"), let h = Base64.decode(String(p.dropFirst(7))), h.count == 32 else {
+                throw ConfigValueError("expected sha256/<base64 of the SHA-256 of the server's public key (SPKI)>, got \"\(p)\"; see docs/security.md for the openssl command that prints it")
+            }
+            out.append(h)
+        }
+        guard !out.isEmpty else { throw ConfigValueError("expected at least one sha256/… pin") }
+        return out
+    }
 }
 
 public struct LogConfig: Sendable, Equatable {
@@ -105,6 +154,10 @@ public struct LogConfig: Sendable, Equatable {
     public var level: LogLevel = .info
     public var serial = ""
     public var serialBaud = 115200
+    public var controlSocket = "/run/crier/control.sock"
+
+    /// Speeds `log.serial_baud` accepts (those termios names on Linux).
+    public static let serialBaudRates = [9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600]
 }
 
 /// The whole effective configuration. Every field has a default; `schema` documents each key.
@@ -118,6 +171,7 @@ public struct CrierConfig: Sendable, Equatable {
     public var status = StatusPromptConfig()
     public var buttons = ButtonsConfig()
     public var log = LogConfig()
+    public var supervision = SupervisionConfig()
 
     public init() {}
 
@@ -125,14 +179,17 @@ public struct CrierConfig: Sendable, Equatable {
 
     /// Every key, in the order docs and `crier check-config` print them.
     public static let schema: [ConfigKey] = generalKeys + audioKeys + speechKeys + Templates.keys + AlertConfig.keys
-        + StatusPromptConfig.keys + ButtonsConfig.keys + logKeys
+        + StatusPromptConfig.keys + ButtonsConfig.keys + logKeys + SupervisionConfig.keys
 
     /// The effective configuration as `key = value` lines, keys in schema order.
     public func rendered(schema: [ConfigKey] = CrierConfig.schema) -> String {
         schema.map { k in
             let v = k.value(in: self)
-            let needsQuotes = v.hasPrefix(" ") || v.hasSuffix(" ") || v.contains("#")
-            return "\(k.name) = \(needsQuotes ? "\"\(v)\"" : v)"
+            // Bare if that reads back the same, else in quotes (spaces at the ends, a `#`, a
+            // value that itself starts and ends with `"`); the format has no escapes, so the
+            // parser's own reading decides.
+            let bare = "\(k.name) = \(v)"
+            return ConfigParser.value(ofLine: Substring(bare)) == v ? bare : "\(k.name) = \"\(v)\""
         }.joined(separator: "\n") + "\n"
     }
 
@@ -183,7 +240,7 @@ extension CrierConfig {
                       c.deviceID = v
                   }, render: { $0.deviceID }),
         ConfigKey("server", section: "general", default: "",
-                  doc: "Order server, tcp://HOST:PORT (port 7700 if left out). Empty: no server, the box only speaks local prompts.",
+                  doc: "Order server, tcp://HOST:PORT or tls://HOST:PORT (port 7700 if left out). Empty: no server, the box only speaks local prompts.",
                   apply: { c, v throws(ConfigValueError) in
                       c.link.server = v.isEmpty ? nil : try ServerAddress(parsing: v)
                   }, render: { $0.link.server?.description ?? "" }),
@@ -191,6 +248,18 @@ extension CrierConfig {
                   doc: "Shared token sent in the hello so the server knows this box. Never logged.",
                   apply: { c, v in c.link.token = v.isEmpty ? nil : v },
                   render: { $0.link.token == nil ? "" : "(set)" }),
+        ConfigKey("server.ca", section: "general", default: "",
+                  doc: "tls:// only: PEM file with the CA certificate(s) that sign the order server's certificate. Empty: the system's CA store.",
+                  apply: { c, v in c.link.ca = v.isEmpty ? nil : v },
+                  render: { $0.link.ca ?? "" }),
+        ConfigKey("server.pin", section: "general", default: "",
+                  doc: "tls:// only: sha256/<base64 SPKI hash> of the server's public key (or a CA's in its chain); several separated by commas. Empty: no pinning.",
+                  apply: { c, v throws(ConfigValueError) in c.link.pins = v.isEmpty ? [] : try SecretValue.pins(v) },
+                  render: { $0.link.pins.map { "sha256/" + Base64.encode($0) }.joined(separator: ",") }),
+        ConfigKey("server.key", section: "general", default: "",
+                  doc: "Shared secret (hex or base64, at least 16 bytes) for signed orders: unsigned, forged, stale or replayed orders are rejected, never spoken. Never logged.",
+                  apply: { c, v throws(ConfigValueError) in c.link.key = v.isEmpty ? nil : try SecretValue.key(v) },
+                  render: { $0.link.key == nil ? "" : "(set)" }),
         ConfigKey("link.heartbeat", section: "general", default: "15",
                   doc: "Seconds without traffic before the box pings; 2x this with nothing received means the link is dead.",
                   apply: { c, v throws(ConfigValueError) in c.link.heartbeat = try ConfigValue.number(v, 1...600) },
@@ -241,6 +310,10 @@ extension CrierConfig {
                       doc: "Longest text spoken for one alert; longer text is cut (and the cut is logged).",
                       apply: { c, v throws(ConfigValueError) in c.speech.maxChars = try ConfigValue.int(v, 20...2000) },
                       render: { String($0.speech.maxChars) }),
+            ConfigKey("speech.deadline", section: "speech", default: "5",
+                      doc: "Seconds one synthesis may take; past it espeak-ng is stopped, the order acked rejected (speech_failed) and the box carries on.",
+                      apply: { c, v throws(ConfigValueError) in c.speech.deadline = try ConfigValue.number(v, 0.001...60) },
+                      render: { ConfigValue.fmt($0.speech.deadline) }),
             ConfigKey("speech.data_path", section: "speech", default: "",
                       doc: "Directory that contains espeak-ng-data/; empty uses the system's (/usr/lib/*/espeak-ng-data).",
                       apply: { c, v in c.speech.dataPath = v }, render: { $0.speech.dataPath }),
@@ -277,5 +350,22 @@ extension CrierConfig {
                   apply: { c, v throws(ConfigValueError) in
                       c.log.level = LogLevel(name: try ConfigValue.choice(v.lowercased(), ["error", "warning", "warn", "notice", "info", "debug"]))!
                   }, render: { $0.log.level.label.lowercased() == "warn" ? "warning" : $0.log.level.label.lowercased() }),
+        ConfigKey("control.socket", section: "log", default: "/run/crier/control.sock",
+                  doc: "Unix socket `crier status` and `crier say` use to reach the running daemon; empty: none.",
+                  apply: { c, v in c.log.controlSocket = v }, render: { $0.log.controlSocket }),
+        ConfigKey("log.serial", section: "log", default: "",
+                  doc: "Also write every log line to this serial port (e.g. /dev/serial0), 8N1, never blocking: lines are dropped and counted if it cannot keep up. Empty: off.",
+                  apply: { c, v throws(ConfigValueError) in
+                      guard v.isEmpty || v.hasPrefix("/dev/") else {
+                          throw ConfigValueError("expected a device path such as /dev/serial0, got \"\(v)\"")
+                      }
+                      c.log.serial = v
+                  }, render: { $0.log.serial }),
+        ConfigKey("log.serial_baud", section: "log", default: "115200",
+                  doc: "Speed of log.serial in baud: 9600, 19200, 38400, 57600, 115200, 230400, 460800 or 921600.",
+                  apply: { c, v throws(ConfigValueError) in
+                      let rates = LogConfig.serialBaudRates.map(String.init)
+                      c.log.serialBaud = Int(try ConfigValue.choice(v, rates))!
+                  }, render: { String($0.log.serialBaud) }),
     ]
 }

@@ -10,6 +10,7 @@ public final class LogHub: Sendable {
     private struct State {
         var sinks: [any LogSink] = []
         var minimum: LogLevel = .info
+        var limiter: RateLimiter?
     }
     private let state = Mutex(State())
     private let clock: @Sendable () -> WallTime
@@ -21,11 +22,35 @@ public final class LogHub: Sendable {
     public func add(_ sink: any LogSink) { state.withLock { $0.sinks.append(sink) } }
     public func setMinimum(_ level: LogLevel) { state.withLock { $0.minimum = level } }
 
+    /// Suppresses identical repeated warnings and errors (see `RateLimiter`); off until called.
+    public func limitRepeats(_ limiter: RateLimiter = RateLimiter()) { state.withLock { $0.limiter = limiter } }
+
     public func emit(_ level: LogLevel, _ component: String, _ message: String, _ fields: [(String, String)]) {
-        let sinks: [any LogSink]? = state.withLock { s in level >= s.minimum ? s.sinks : nil }
-        guard let sinks else { return }
-        let record = LogRecord(time: clock(), level: level, component: component, message: message, fields: fields)
-        for sink in sinks { sink.write(record) }
+        // LogLevel orders by severity (debug < info < ... < error): keep what is at least as
+        // severe as the minimum.
+        let out: ([any LogSink], [LogRecord])? = state.withLock { s in
+            guard level >= s.minimum else { return nil }
+            let record = LogRecord(time: clock(), level: level, component: component, message: message, fields: fields)
+            guard s.limiter != nil else { return (s.sinks, [record]) }
+            return (s.sinks, s.limiter!.admit(record))
+        }
+        guard let (sinks, records) = out else { return }
+        for record in records {
+            for sink in sinks { sink.write(record) }
+        }
+    }
+
+    /// Emits the "repeated N times" summaries whose window is over; the runtime calls this
+    /// every few seconds.
+    public func flushRepeats() {
+        let out: ([any LogSink], [LogRecord])? = state.withLock { s in
+            guard s.limiter != nil else { return nil }
+            return (s.sinks, s.limiter!.flush(now: clock()))
+        }
+        guard let (sinks, records) = out else { return }
+        for record in records {
+            for sink in sinks { sink.write(record) }
+        }
     }
 
     public func logger(_ component: String) -> Logger { Logger(component: component, hub: self) }
@@ -59,4 +84,14 @@ public final class MemoryLogSink: LogSink {
     public func write(_ record: LogRecord) { records.withLock { $0.append(record) } }
     public var all: [LogRecord] { records.withLock { $0 } }
     public var lines: [String] { all.map { $0.formatted() } }
+}
+
+/// Remembers the last error-level record, for `crier status`.
+public final class LastErrorSink: LogSink {
+    private let last = Mutex<LogRecord?>(nil)
+    public init() {}
+    public func write(_ record: LogRecord) {
+        if record.level == .error { last.withLock { $0 = record } }
+    }
+    public var lastError: LogRecord? { last.withLock { $0 } }
 }

@@ -73,6 +73,12 @@ public enum ProtocolCodec {
 
     /// Decodes one line (without its terminator; a trailing `\r` is tolerated).
     public static func decode(_ line: some Collection<UInt8>) -> Result<ProtocolMessage, ProtocolError> {
+        decodeKeepingObject(line).message
+    }
+
+    /// `decode`, plus the JSON object the message was read from (when it was one): signature
+    /// checks need the fields exactly as received.
+    public static func decodeKeepingObject(_ line: some Collection<UInt8>) -> (message: Result<ProtocolMessage, ProtocolError>, object: JSONObject?) {
         var bytes = Array(line)
         if bytes.last == 0x0D { bytes.removeLast() }
         let value: JSONValue
@@ -86,15 +92,15 @@ public enum ProtocolCodec {
             default: .invalidJSON
             }
             let what = e.kind == .invalidUTF8 ? "invalid UTF-8 at byte \(e.offset)" : "invalid JSON: \(e.description)"
-            return .failure(ProtocolError(kind, what))
+            return (.failure(ProtocolError(kind, what)), nil)
         }
         guard case .object(let obj) = value else {
-            return .failure(ProtocolError(.notAnObject, "expected a JSON object, got \(value.typeName)"))
+            return (.failure(ProtocolError(.notAnObject, "expected a JSON object, got \(value.typeName)")), nil)
         }
         do throws(ProtocolError) {
-            return .success(try message(obj))
+            return (.success(try message(obj)), obj)
         } catch {
-            return .failure(error)
+            return (.failure(error), obj)
         }
     }
 

@@ -1,0 +1,4 @@
+#include <openssl/ssl.h>
+#include <openssl/err.h>
+#include <openssl/hmac.h>
+#include <openssl/x509v3.h>

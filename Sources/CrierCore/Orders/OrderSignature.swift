@@ -1,0 +1,199 @@
+/// HMAC-SHA256(key, message). Pure code cannot compute it (no hand-written hashes here); the
+/// link adapter passes libcrypto's.
+public typealias MACFunction = @Sendable (_ key: [UInt8], _ message: [UInt8]) -> [UInt8]
+
+/// Signed orders (docs/protocol.md, "Signed orders"): with a shared key configured, every order
+/// and cancel carries `ts` (unix seconds) and `sig` (lowercase hex HMAC-SHA256 of the canonical
+/// form). This file holds the rules; the MAC itself comes from outside.
+public enum OrderSigning {
+    /// The fields covered, in this order. Fields not listed (and `sig`) are not signed; they are
+    /// ones the device ignores anyway.
+    public static let canonicalFields = ["type", "id", "kind", "number", "amount", "text", "lang", "priority", "ttl", "ts"]
+    /// Seconds a `ts` may be away from the device's clock, either way.
+    public static let window: Int64 = 300
+
+    /// The bytes that are signed: a compact JSON object of the covered fields that are present
+    /// and not null, in `canonicalFields` order, values written as `canonicalValue` does.
+    public static func canonical(_ obj: JSONObject) -> [UInt8] {
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        var first = true
+        for name in canonicalFields {
+            guard let v = obj[name], v != .null else { continue }
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            writeString(name, into: &out)
+            out.append(UInt8(ascii: ":"))
+            write(v, into: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
+    /// Values exactly as JavaScript's `JSON.stringify` and Python's
+    /// `json.dumps(v, ensure_ascii=False, separators=(",", ":"))` write them (numbers: their
+    /// literal text as received).
+    static func write(_ v: JSONValue, into out: inout [UInt8]) {
+        switch v {
+        case .string(let s): writeString(s, into: &out)
+        case .array(let a):
+            out.append(UInt8(ascii: "["))
+            for (i, e) in a.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                write(e, into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let o):
+            out.append(UInt8(ascii: "{"))
+            for (i, p) in o.pairs.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                writeString(p.key, into: &out)
+                out.append(UInt8(ascii: ":"))
+                write(p.value, into: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        default:
+            JSON.write(v, into: &out)
+        }
+    }
+
+    /// `"` `\` → `\"` `\\`; U+0008 U+0009 U+000A U+000C U+000D → `\b` `\t` `\n` `\f` `\r`;
+    /// other U+0000-U+001F → `\u00xx` (lowercase hex); every other character as its UTF-8 bytes
+    /// (no escaping of `/`, U+007F or non-ASCII).
+    static func writeString(_ s: String, into out: inout [UInt8]) {
+        let hex = Array("0123456789abcdef".utf8)
+        out.append(UInt8(ascii: "\""))
+        for c in s.utf8 {
+            switch c {
+            case 0x22: out += [0x5C, 0x22]
+            case 0x5C: out += [0x5C, 0x5C]
+            case 0x08: out += [0x5C, UInt8(ascii: "b")]
+            case 0x09: out += [0x5C, UInt8(ascii: "t")]
+            case 0x0A: out += [0x5C, UInt8(ascii: "n")]
+            case 0x0C: out += [0x5C, UInt8(ascii: "f")]
+            case 0x0D: out += [0x5C, UInt8(ascii: "r")]
+            case 0..<0x20:
+                out += Array("\\u00".utf8)
+                out.append(hex[Int(c >> 4)])
+                out.append(hex[Int(c & 0xF)])
+            default: out.append(c)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// Adds `ts` and `sig` to a message object (the sender's side: `crier order-sim --key`).
+    /// Sign at send time, every time: a redelivery gets a fresh `ts`.
+    public static func sign(_ obj: JSONObject, ts: Int64, key: [UInt8], mac: MACFunction) -> JSONObject {
+        var o = obj
+        o["sig"] = nil
+        o["ts"] = .number(JSONNumber(literal: String(ts)))
+        o["sig"] = .string(Hex.encode(mac(key, canonical(o))))
+        return o
+    }
+
+    /// Equal without an early exit (no timing hint of how many leading bytes matched).
+    public static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var diff: UInt8 = 0
+        for i in 0..<a.count { diff |= a[i] ^ b[i] }
+        return diff == 0
+    }
+}
+
+/// Why a signed message was refused. `reason` goes into the `rejected` ack.
+public struct SignatureRejection: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Reason: String, Sendable {
+        /// No `sig` or no `ts`.
+        case unsigned
+        /// `sig` does not match (wrong key, altered order) or `ts`/`sig` are malformed.
+        case badSignature = "bad_signature"
+        /// `ts` more than the window away from the device clock.
+        case stale
+        /// This (id, ts) was accepted before.
+        case replayed
+    }
+    public var reason: Reason
+    public var message: String
+
+    public init(_ reason: Reason, _ message: String) {
+        self.reason = reason
+        self.message = message
+    }
+
+    public var description: String { "\(reason.rawValue): \(message)" }
+}
+
+/// Checks signed messages and remembers which (id, ts) pairs it accepted, so a captured order
+/// cannot be played again while its `ts` is inside the window. Not thread safe: one per link.
+public struct SignatureVerifier: Sendable {
+    public let window: Int64
+    /// Most (id, ts) pairs remembered. Past it the oldest half is forgotten and every `ts` up to
+    /// the newest forgotten one is refused (as replayed): memory stays bounded without ever
+    /// accepting a replay.
+    public let capacity: Int
+    private let key: [UInt8]
+    private let mac: MACFunction
+    private var seen: Set<Seen> = []
+    /// Messages with `ts <= floor` are refused: they may have been forgotten.
+    private var floor = Int64.min
+
+    private struct Seen: Hashable, Sendable {
+        var id: String
+        var ts: Int64
+    }
+
+    public init(key: [UInt8], mac: @escaping MACFunction, window: Int64 = OrderSigning.window, capacity: Int = 65536) {
+        self.key = key
+        self.mac = mac
+        self.window = window
+        self.capacity = max(2, capacity)
+    }
+
+    public var remembered: Int { seen.count }
+
+    /// nil: authentic, fresh and new (and now remembered). Checks in this order: present,
+    /// signature, time window, replay; nothing is remembered unless the signature is good.
+    public mutating func check(_ obj: JSONObject, now: Int64) -> SignatureRejection? {
+        let type: String
+        if case .string(let t)? = obj["type"] { type = t } else { type = "message" }
+        guard let sigValue = obj["sig"], sigValue != .null, let tsValue = obj["ts"], tsValue != .null else {
+            let missing = [obj["sig"] ?? .null, obj["ts"] ?? .null].enumerated().filter { $0.element == .null }.map { $0.offset == 0 ? "sig" : "ts" }
+            return SignatureRejection(.unsigned, "\(type) has no \(missing.joined(separator: " and ")) but server.key is set: every order must be signed")
+        }
+        guard case .string(let sigHex) = sigValue, sigHex.utf8.count == 64, let sig = Hex.decode(sigHex) else {
+            return SignatureRejection(.badSignature, "field \"sig\" must be 64 hex digits (HMAC-SHA256)")
+        }
+        guard case .number(let n) = tsValue, let ts = n.int.map(Int64.init) else {
+            return SignatureRejection(.badSignature, "field \"ts\" must be an integer (unix seconds)")
+        }
+        let expected = mac(key, OrderSigning.canonical(obj))
+        guard OrderSigning.constantTimeEqual(expected, sig) else {
+            return SignatureRejection(.badSignature, "signature does not match: the order was altered or signed with another key (check server.key on both ends)")
+        }
+        let skew = ts.subtractingReportingOverflow(now)
+        if skew.overflow || abs(skew.partialValue) > window {
+            let d = skew.overflow ? Int64.max : abs(skew.partialValue)
+            let dir = skew.partialValue > 0 && !skew.overflow ? "ahead of" : "behind"
+            return SignatureRejection(.stale, "ts \(ts) is \(d) s \(dir) this device's clock (allowed ±\(window) s); check both clocks (NTP: `timedatectl`)")
+        }
+        let id: String
+        if case .string(let s)? = obj["id"] { id = s } else { id = "" }
+        let entry = Seen(id: id, ts: ts)
+        if ts <= floor || seen.contains(entry) {
+            return SignatureRejection(.replayed, "\(type) id \(id) with ts \(ts) was already received; a resend must be signed again with a new ts")
+        }
+        if seen.count >= capacity { forget(now: now) }
+        seen.insert(entry)
+        return nil
+    }
+
+    private mutating func forget(now: Int64) {
+        // Pairs older than the window can never pass the time check again.
+        seen = seen.filter { $0.ts >= now - window }
+        guard seen.count >= capacity else { return }
+        let sorted = seen.map(\.ts).sorted()
+        let cut = sorted[sorted.count / 2]
+        floor = max(floor, cut)
+        seen = seen.filter { $0.ts > cut }
+    }
+}

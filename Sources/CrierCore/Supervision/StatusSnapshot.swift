@@ -1,0 +1,187 @@
+/// Everything `crier status` shows, gathered by the runtime when asked. States of parts this
+/// module does not own (the link, alerts) are plain words so each owner can map its own types.
+public struct StatusSnapshot: Sendable, Equatable {
+    public var version: String
+    public var deviceID: String
+    /// When the snapshot was taken.
+    public var time: WallTime
+    /// Seconds since the daemon started.
+    public var uptime: Double
+    public var components: [ComponentStatus]
+    public var link: LinkStatus
+    /// The last error-level log line (see `LastErrorSink`).
+    public var lastError: LogRecord?
+    public var volume: Int
+    public var volumeMax: Int
+    public var muted: Bool
+    /// Alerts waiting to be spoken or acknowledged.
+    public var queueLength: Int
+    /// The most recent alerts, newest first: the box's "now playing".
+    public var lastAlerts: [AlertSummary]
+
+    public init(version: String, deviceID: String, time: WallTime, uptime: Double, components: [ComponentStatus],
+                link: LinkStatus, lastError: LogRecord? = nil, volume: Int, volumeMax: Int, muted: Bool,
+                queueLength: Int, lastAlerts: [AlertSummary] = []) {
+        self.version = version
+        self.deviceID = deviceID
+        self.time = time
+        self.uptime = uptime
+        self.components = components
+        self.link = link
+        self.lastError = lastError
+        self.volume = volume
+        self.volumeMax = volumeMax
+        self.muted = muted
+        self.queueLength = queueLength
+        self.lastAlerts = lastAlerts
+    }
+
+    /// Every component running and on time.
+    public var healthy: Bool { components.allSatisfy { $0.state == .running } }
+}
+
+public struct LinkStatus: Sendable, Equatable {
+    /// `up`, `connecting`, `down` or `off` (no server configured).
+    public var state: String
+    public var server: String?
+    /// Seconds in this state.
+    public var since: Double?
+    /// e.g. "connection refused".
+    public var detail: String?
+
+    public init(state: String, server: String? = nil, since: Double? = nil, detail: String? = nil) {
+        self.state = state
+        self.server = server
+        self.since = since
+        self.detail = detail
+    }
+}
+
+public struct AlertSummary: Sendable, Equatable {
+    public var time: WallTime
+    public var id: String
+    public var lang: String
+    /// What was (or will be) said.
+    public var text: String
+    /// `queued`, `speaking`, `spoken`, `acked`, `expired`...
+    public var state: String
+
+    public init(time: WallTime, id: String, lang: String, text: String, state: String) {
+        self.time = time
+        self.id = id
+        self.lang = lang
+        self.text = text
+        self.state = state
+    }
+}
+
+/// The three renderings of a snapshot: JSON for `crier status --json`, text for people, and
+/// the one-line systemd STATUS.
+public enum StatusFormat {
+    /// One line of JSON, keys in a fixed order (written with the protocol's `JSON`).
+    public static func json(_ s: StatusSnapshot) -> String {
+        func str(_ v: String?) -> JSONValue { v.map(JSONValue.string) ?? .null }
+        func int(_ v: Int) -> JSONValue { .number(JSONNumber(v)) }
+        func num(_ v: Double?, _ decimals: Int) -> JSONValue {
+            v.map { d in d.isFinite ? .number(JSONNumber(literal: fixed(d, decimals))) : .null } ?? .null
+        }
+        let components: [JSONValue] = s.components.map { c in
+            .object(JSONObject([
+                ("name", .string(c.name)), ("state", .string(c.state.rawValue)), ("restarts", int(c.restarts)),
+                ("last_failure", str(c.lastFailure)), ("since_progress_s", num(c.sinceProgress, 1)),
+                ("detail", str(c.detail)),
+            ]))
+        }
+        let link = JSONObject([
+            ("state", .string(s.link.state)), ("server", str(s.link.server)), ("since_s", num(s.link.since, 0)),
+            ("detail", str(s.link.detail)),
+        ])
+        let lastError: JSONValue = s.lastError.map { e in
+            .object(JSONObject([
+                ("time", .string(e.time.iso8601)), ("component", .string(e.component)),
+                ("message", .string(e.message)), ("line", .string(e.formatted())),
+            ]))
+        } ?? .null
+        let alerts: [JSONValue] = s.lastAlerts.map { a in
+            .object(JSONObject([
+                ("time", .string(a.time.iso8601)), ("id", .string(a.id)), ("lang", .string(a.lang)),
+                ("text", .string(a.text)), ("state", .string(a.state)),
+            ]))
+        }
+        let o = JSONObject([
+            ("version", .string(s.version)), ("device", .string(s.deviceID)), ("time", .string(s.time.iso8601)),
+            ("uptime_s", num(s.uptime, 0)), ("healthy", .bool(s.healthy)), ("components", .array(components)),
+            ("link", .object(link)), ("last_error", lastError), ("volume", int(s.volume)),
+            ("volume_max", int(s.volumeMax)), ("muted", .bool(s.muted)), ("queue_length", int(s.queueLength)),
+            ("last_alerts", .array(alerts)),
+        ])
+        return String(decoding: JSON.write(.object(o)), as: UTF8.self)
+    }
+
+    /// `d` rounded to `decimals` places, as a JSON number literal.
+    static func fixed(_ d: Double, _ decimals: Int) -> String {
+        if decimals == 0 { return String(Int(d.rounded())) }
+        var scale = 1
+        for _ in 0..<decimals { scale *= 10 }
+        let v = Int((d * Double(scale)).rounded())
+        let a = abs(v)
+        let frac = String(a % scale)
+        return "\(v < 0 ? "-" : "")\(a / scale).\(String(repeating: "0", count: decimals - frac.count))\(frac)"
+    }
+
+    /// What `crier status` prints.
+    public static func human(_ s: StatusSnapshot) -> String {
+        var out = "crier \(s.version) on \(s.deviceID), up \(duration(s.uptime)), \(s.healthy ? "healthy" : "NOT healthy")\n"
+        var link = "link: \(s.link.state)"
+        if let server = s.link.server { link += " \(server)" }
+        if let since = s.link.since { link += " for \(duration(since))" }
+        if let d = s.link.detail { link += " (\(d))" }
+        out += link + "\n"
+        out += "volume: \(s.volume)/\(s.volumeMax)\(s.muted ? " (muted)" : "")\n"
+        out += "queue: \(s.queueLength) waiting\n"
+        out += "components:\n"
+        let width = s.components.map(\.name.count).max() ?? 0
+        for c in s.components {
+            var line = "  " + c.name.padded(to: width) + "  " + c.state.rawValue.padded(to: 10)
+            line += "  restarts \(c.restarts)"
+            if let d = c.detail { line += "  \(d)" }
+            if let f = c.lastFailure { line += "  last failure: \(f)" }
+            out += line + "\n"
+        }
+        out += "last error: " + (s.lastError.map { "\($0.time.iso8601) \($0.component): \($0.message)" } ?? "none") + "\n"
+        if s.lastAlerts.isEmpty {
+            out += "last alerts: none\n"
+        } else {
+            out += "last alerts:\n"
+            for a in s.lastAlerts {
+                out += "  \(a.time.iso8601)  \(a.state.padded(to: 8))  \(a.id)  \(a.lang)  \(LogRecord.sanitize(a.text))\n"
+            }
+        }
+        return out
+    }
+
+    /// systemd's STATUS line: `link up; volume 6/10; 0 queued`, plus what is down.
+    public static func systemdLine(_ s: StatusSnapshot) -> String {
+        var parts = ["link \(s.link.state)", "volume \(s.volume)/\(s.volumeMax)\(s.muted ? " muted" : "")",
+                     "\(s.queueLength) queued"]
+        let down = s.components.filter { $0.state != .running }.map(\.name)
+        if !down.isEmpty { parts.append("down: " + down.joined(separator: ",")) }
+        return parts.joined(separator: "; ")
+    }
+
+    /// `3d 4h`, `2h 3m`, `5m 12s`, `42s`.
+    public static func duration(_ seconds: Double) -> String {
+        let t = max(0, Int(seconds))
+        let d = t / 86400, h = t % 86400 / 3600, m = t % 3600 / 60, sec = t % 60
+        if d > 0 { return "\(d)d \(h)h" }
+        if h > 0 { return "\(h)h \(m)m" }
+        if m > 0 { return "\(m)m \(sec)s" }
+        return "\(sec)s"
+    }
+}
+
+extension String {
+    fileprivate func padded(to width: Int) -> String {
+        count >= width ? self : self + String(repeating: " ", count: width - count)
+    }
+}

@@ -1,0 +1,326 @@
+import CrierCore
+import Glibc
+import Synchronization
+
+/// Why a control-socket operation failed, worded for the person at the console.
+public enum ControlError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// No daemon answers at this path (no socket, or a stale one): `crier say` may then speak
+    /// by itself.
+    case notRunning(path: String)
+    /// The socket exists but this user may not use it.
+    case permissionDenied(path: String)
+    /// Another daemon already answers at this path.
+    case alreadyRunning(path: String)
+    /// Something that is not a socket sits at the path.
+    case notASocket(path: String)
+    /// The daemon answered with an error.
+    case refused(String)
+    case timedOut(path: String)
+    case system(SystemError)
+
+    public var description: String {
+        switch self {
+        case .notRunning(let p): "no crier daemon is running (nothing answers at \(p))"
+        case .permissionDenied(let p): "permission denied on \(p): run as root or as a member of the socket's group (crier)"
+        case .alreadyRunning(let p): "another crier daemon is already running (it answers at \(p))"
+        case .notASocket(let p): "\(p) exists and is not a socket; remove it"
+        case .refused(let m): m
+        case .timedOut(let p): "the daemon at \(p) did not answer in time"
+        case .system(let e): e.description
+        }
+    }
+}
+
+/// The daemon's local control socket (unix stream, mode 0660 so only root and the socket's
+/// group may talk to it). One request line per connection, answered then closed:
+///
+/// - `status` → the status snapshot as one line of JSON
+/// - `status text` → the same for people (what `crier status` prints)
+/// - `say <lang> <text>` → `ok <detail>` or `error <why>`: speaks through the running daemon,
+///   so the audio device is never opened twice.
+///
+/// Runs on its own threads (an accept thread and one per connection, at most
+/// `maxConnections`); the handlers are async and run on Swift's pool.
+public final class ControlServer: Sendable {
+    public static let defaultPath = "/run/crier/control.sock"
+    public static let maxLine = 4096
+
+    public struct Handlers: Sendable {
+        public var status: @Sendable () async -> StatusSnapshot
+        /// Queues (or speaks) `text` in `lang`; returns a short confirmation, throws to refuse.
+        public var say: @Sendable (_ lang: Lang, _ text: String) async throws -> String
+
+        public init(status: @escaping @Sendable () async -> StatusSnapshot,
+                    say: @escaping @Sendable (_ lang: Lang, _ text: String) async throws -> String) {
+            self.status = status
+            self.say = say
+        }
+    }
+
+    public let path: String
+    public let maxConnections: Int
+    /// Longest a handler may take before the client is told "timed out".
+    public let handlerTimeout: Double
+    private let handlers: Handlers
+    private let log: Logger
+    private let listenFD: Int32
+    private let stopLatch: Latch
+    private let stopped: Latch
+    private let active = Mutex(0)
+    private let closed = Mutex(false)
+
+    /// Binds and starts answering. Refuses when another daemon already answers at `path`;
+    /// removes a stale socket left by a crashed one.
+    /// `group`: the group allowed to use the socket (e.g. "crier"); nil keeps the daemon's own.
+    public init(path: String = ControlServer.defaultPath, mode: mode_t = 0o660, group: String? = nil,
+                maxConnections: Int = 4, handlerTimeout: Double = 10, handlers: Handlers, log: Logger) throws(ControlError) {
+        self.path = path
+        self.maxConnections = maxConnections
+        self.handlerTimeout = handlerTimeout
+        self.handlers = handlers
+        self.log = log
+        guard let (addr, len) = Posix.unixAddress(path), !path.hasPrefix("@") else {
+            throw .system(SystemError("control socket", path: path, code: ENAMETOOLONG))
+        }
+        try ControlServer.clearStale(path)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .system(SystemError("socket AF_UNIX SOCK_STREAM")) }
+        var a = addr
+        let rc = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+        guard rc == 0 else {
+            let e = SystemError("bind", path: path)
+            Glibc.close(fd)
+            throw e.code == EACCES ? .permissionDenied(path: path) : .system(e)
+        }
+        // bind() honours the umask; set the mode the socket must have explicitly. (The window
+        // in between is closed by the directory: /run/crier is 0750.)
+        guard chmod(path, mode) == 0, listen(fd, 16) == 0 else {
+            let e = SystemError("chmod/listen", path: path)
+            Glibc.close(fd)
+            unlink(path)
+            throw .system(e)
+        }
+        if let group {
+            guard let gr = getgrnam(group) else {
+                Glibc.close(fd)
+                unlink(path)
+                throw .system(SystemError("group \(group) (no such group)", path: path, code: ENOENT))
+            }
+            guard chown(path, uid_t.max, gr.pointee.gr_gid) == 0 else {
+                let e = SystemError("chown :\(group)", path: path)
+                Glibc.close(fd)
+                unlink(path)
+                throw .system(e)
+            }
+        }
+        listenFD = fd
+        do {
+            stopLatch = try Latch()
+            stopped = try Latch()
+            try SystemThread.start(name: "crier-control") { [self] in
+                self.acceptLoop()
+                self.stopped.signal()
+            }
+        } catch {
+            Glibc.close(fd)
+            unlink(path)
+            throw .system(error)
+        }
+        log.info("control socket listening", ["path": path])
+    }
+
+    /// Stops accepting, removes the socket file. Connections in progress finish on their own.
+    public func close() {
+        let first = closed.withLock { c in
+            defer { c = true }
+            return !c
+        }
+        guard first else { return }
+        stopLatch.signal()
+        _ = stopped.wait(timeout: 2)
+        Glibc.close(listenFD)
+        unlink(path)
+    }
+
+    static func clearStale(_ path: String) throws(ControlError) {
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return }
+        guard st.st_mode & S_IFMT == S_IFSOCK else { throw .notASocket(path: path) }
+        switch ControlClient.connect(path: path) {
+        case .success(let fd):
+            Glibc.close(fd)
+            throw .alreadyRunning(path: path)
+        case .failure(.notRunning):
+            unlink(path)
+        case .failure(let e):
+            throw e
+        }
+    }
+
+    // MARK: - Threads
+
+    private func acceptLoop() {
+        while true {
+            var fds = [pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: stopLatch.descriptor, events: Int16(POLLIN), revents: 0)]
+            let r = poll(&fds, 2, -1)
+            if r < 0 {
+                if errno == EINTR { continue }
+                log.error("control socket poll failed", ["error": SystemError("poll").description])
+                return
+            }
+            if fds[1].revents != 0 { return }
+            guard fds[0].revents & Int16(POLLIN) != 0 else { continue }
+            let c = accept(listenFD, nil, nil)
+            if c < 0 { continue }
+            _ = fcntl(c, F_SETFD, FD_CLOEXEC)
+            let admitted = active.withLock { n in
+                guard n < maxConnections else { return false }
+                n += 1
+                return true
+            }
+            guard admitted else {
+                ControlServer.reply(c, "error busy: too many control connections; try again\n")
+                Glibc.close(c)
+                continue
+            }
+            do {
+                try SystemThread.start(name: "crier-ctl-conn") { [self] in
+                    self.serve(c)
+                    Glibc.close(c)
+                    self.active.withLock { $0 -= 1 }
+                }
+            } catch {
+                active.withLock { $0 -= 1 }
+                ControlServer.reply(c, "error \(error)\n")
+                Glibc.close(c)
+            }
+        }
+    }
+
+    private func serve(_ fd: Int32) {
+        var tv = timeval(tv_sec: 2, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        guard let line = ControlServer.readLine(fd) else {
+            ControlServer.reply(fd, "error expected one request line of at most \(ControlServer.maxLine) bytes\n")
+            return
+        }
+        let request = ControlRequest(parsing: line)
+        let answer: String
+        switch request {
+        case .invalid(let why):
+            answer = "error \(why)\n"
+        case .status, .statusText, .say:
+            answer = runHandler(request) ?? "error timed out after \(Int(handlerTimeout.rounded(.up)))s\n"
+        }
+        ControlServer.reply(fd, answer)
+    }
+
+    /// Runs the async handler from this (dedicated) thread and waits for it, bounded.
+    private func runHandler(_ request: ControlRequest) -> String? {
+        let result = Mutex<String?>(nil)
+        guard let done = try? Latch() else { return "error out of file descriptors\n" }
+        let handlers = self.handlers
+        let log = self.log
+        let task = Task {
+            let answer: String
+            switch request {
+            case .status:
+                answer = StatusFormat.json(await handlers.status()) + "\n"
+            case .statusText:
+                answer = StatusFormat.human(await handlers.status())
+            case .say(let lang, let text):
+                do {
+                    let detail = try await handlers.say(lang, text)
+                    log.info("say via control socket", ["lang": lang.rawValue, "chars": text.count])
+                    answer = "ok \(ControlRequest.oneLine(detail))\n"
+                } catch {
+                    answer = "error \(ControlRequest.oneLine(String(describing: error)))\n"
+                }
+            case .invalid(let why):
+                answer = "error \(why)\n"
+            }
+            result.withLock { $0 = answer }
+            done.signal()
+        }
+        guard done.wait(timeout: handlerTimeout) else {
+            task.cancel()
+            return nil
+        }
+        return result.withLock { $0 }
+    }
+
+    static func readLine(_ fd: Int32) -> String? {
+        var data: [UInt8] = []
+        var buf = [UInt8](repeating: 0, count: 1024)
+        while data.count <= maxLine {
+            let n = recv(fd, &buf, buf.count, 0)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }  // EOF, timeout or error: take what came
+            data += buf[0..<n]
+            if let nl = data.firstIndex(of: 10) {
+                data = Array(data[..<nl])
+                break
+            }
+        }
+        guard data.count <= maxLine, !data.isEmpty else { return nil }
+        if data.last == 13 { data.removeLast() }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func reply(_ fd: Int32, _ text: String) {
+        let bytes = Array(text.utf8)
+        bytes.withUnsafeBytes { b in
+            var off = 0
+            while off < b.count {
+                let n = send(fd, b.baseAddress! + off, b.count - off, Int32(MSG_NOSIGNAL))
+                if n > 0 { off += n } else if n < 0 && errno == EINTR { continue } else { return }
+            }
+        }
+    }
+}
+
+/// One parsed control request.
+public enum ControlRequest: Sendable, Equatable {
+    case status
+    case statusText
+    case say(Lang, String)
+    case invalid(String)
+
+    public init(parsing line: String) {
+        let trimmed = line.drop(while: { $0 == " " })
+        let words = trimmed.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
+        switch words.first {
+        case "status":
+            if words.count == 1 { self = .status; return }
+            if words.count == 2 && words[1] == "text" { self = .statusText; return }
+            self = .invalid("expected \"status\" or \"status text\"")
+        case "say":
+            guard words.count >= 2 else { self = .invalid("expected \"say <lang> <text>\""); return }
+            guard let lang = Lang(rawValue: String(words[1])) else {
+                self = .invalid("unknown language \"\(words[1])\"; expected one of \(Lang.allCases.map(\.rawValue).joined(separator: ", "))")
+                return
+            }
+            let text = words.count == 3 ? String(words[2]) : ""
+            guard !text.allSatisfy({ $0 == " " }) else { self = .invalid("nothing to say"); return }
+            self = .say(lang, text)
+        default:
+            self = .invalid("unknown request \"\(ControlRequest.oneLine(String(trimmed.prefix(40))))\"; expected status, status text or say <lang> <text>")
+        }
+    }
+
+    /// The request line a client sends.
+    public var line: String {
+        switch self {
+        case .status: "status"
+        case .statusText: "status text"
+        case .say(let lang, let text): "say \(lang.rawValue) \(ControlRequest.oneLine(text))"
+        case .invalid(let s): s
+        }
+    }
+
+    static func oneLine(_ s: String) -> String {
+        String(s.map { $0 == "\n" || $0 == "\r" ? " " : $0 })
+    }
+}

@@ -1,0 +1,189 @@
+import CrierCore
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+@testable import CrierSystem
+
+func sampleSnapshot() -> StatusSnapshot {
+    StatusSnapshot(
+        version: "0.1.0", deviceID: "kiosk-1", time: WallTime(unixMillis: 1_795_000_000_000), uptime: 3725,
+        components: [
+            ComponentStatus(name: "audio", state: .running, sinceProgress: 0.02),
+            ComponentStatus(name: "link", state: .restarting, restarts: 2, lastFailure: "error: connection refused"),
+        ],
+        link: LinkStatus(state: "down", server: "tcp://10.0.0.5:7700", since: 42, detail: "connection refused"),
+        volume: 6, volumeMax: 10, muted: false, queueLength: 1,
+        lastAlerts: [AlertSummary(time: WallTime(unixMillis: 1_794_999_990_000), id: "A1", lang: "zh", text: "新订单 42 号", state: "acked")])
+}
+
+final class Said: Sendable {
+    let items = Mutex<[String]>([])
+    let gate = Mutex<CheckedContinuation<Void, Never>?>(nil)
+}
+
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct ControlServerTests {
+    let dir = TestFS.tempDir()
+    var path: String { dir + "/control.sock" }
+
+    func server(_ said: Said = Said(), slowSay: Bool = false, handlerTimeout: Double = 10) throws -> ControlServer {
+        let hub = LogHub(clock: { WallTime(unixMillis: 0) })
+        return try ControlServer(path: path, handlerTimeout: handlerTimeout, handlers: .init(
+            status: { sampleSnapshot() },
+            say: { lang, text in
+                if slowSay { await withCheckedContinuation { c in said.gate.withLock { $0 = c } } }
+                if text == "fail" { throw FakeRefusal() }
+                said.items.withLock { $0.append("\(lang.rawValue):\(text)") }
+                return "queued as local-1"
+            }), log: hub.logger("control"))
+    }
+
+    struct FakeRefusal: Error, CustomStringConvertible {
+        var description: String { "speech engine not ready" }
+    }
+
+    @Test func answersStatusAsJSONAndText() async throws {
+        defer { TestFS.remove(dir) }
+        let s = try server()
+        defer { s.close() }
+        let p = path
+        let json = try await offPool { try ControlClient.status(json: true, path: p) }
+        #expect(json.hasSuffix("}\n"))
+        let obj = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        #expect(obj["device"] as? String == "kiosk-1")
+        #expect(obj["uptime_s"] as? Int == 3725)
+        #expect(obj["healthy"] as? Bool == false)
+        #expect(obj["queue_length"] as? Int == 1)
+        #expect((obj["link"] as? [String: Any])?["state"] as? String == "down")
+        let comps = try #require(obj["components"] as? [[String: Any]])
+        #expect(comps.map { $0["state"] as? String } == ["running", "restarting"])
+        #expect((obj["last_alerts"] as? [[String: Any]])?.first?["text"] as? String == "新订单 42 号")
+
+        let text = try await offPool { try ControlClient.status(json: false, path: p) }
+        #expect(text == StatusFormat.human(sampleSnapshot()))
+    }
+
+    @Test func theSocketIsGroupOnly() throws {
+        defer { TestFS.remove(dir) }
+        let s = try server()
+        var st = stat()
+        #expect(lstat(path, &st) == 0)
+        #expect(st.st_mode & 0o777 == 0o660)
+        #expect(st.st_mode & S_IFMT == S_IFSOCK)
+        s.close()
+        #expect(access(path, F_OK) != 0)  // removed on close
+    }
+
+    @Test func sayGoesToTheRunningDaemon() async throws {
+        defer { TestFS.remove(dir) }
+        let said = Said()
+        let s = try server(said)
+        defer { s.close() }
+        let p = path
+        #expect(try await offPool { try ControlClient.say(.zh, "新订单\n42 号", path: p) } == "queued as local-1")
+        #expect(said.items.withLock { $0 } == ["zh:新订单 42 号"])
+        await #expect(throws: ControlError.refused("speech engine not ready")) {
+            try await offPool { try ControlClient.say(.en, "fail", path: p) }
+        }
+    }
+
+    @Test func badRequestsGetAnErrorLine() async throws {
+        defer { TestFS.remove(dir) }
+        let s = try server()
+        defer { s.close() }
+        let p = path
+        func ask(_ line: String) async throws -> String { try await offPool { try ControlClient.request(.invalid(line), path: p) } }
+        #expect(try await ask("reboot")
+                == "error unknown request \"reboot\"; expected status, status text or say <lang> <text>\n")
+        #expect(try await ask("say xx hi")
+                == "error unknown language \"xx\"; expected one of zh, en\n")
+        #expect(try await ask("say en   ") == "error nothing to say\n")
+    }
+
+    @Test func statusStillAnswersWhileASayIsSlow() async throws {
+        defer { TestFS.remove(dir) }
+        let said = Said()
+        let s = try server(said, slowSay: true)
+        defer { s.close() }
+        // Blocking clients run on their own threads, as in the CLI process.
+        let p = path
+        let slow = Task { try await offPool { try ControlClient.say(.en, "hello", path: p) } }
+        while said.gate.withLock({ $0 == nil }) { await Task.yield() }
+        #expect(try await offPool { try ControlClient.status(json: true, path: p) }.contains("\"device\":\"kiosk-1\""))
+        said.gate.withLock { $0 }?.resume()
+        #expect(try await slow.value == "queued as local-1")
+    }
+
+    @Test func aHandlerThatHangsTimesOut() async throws {
+        defer { TestFS.remove(dir) }
+        let said = Said()
+        let s = try server(said, slowSay: true, handlerTimeout: 0.2)
+        defer { s.close() }
+        let p = path
+        await #expect(throws: ControlError.refused("timed out after 1s")) {
+            try await offPool { try ControlClient.say(.en, "hello", path: p) }
+        }
+        said.gate.withLock { $0 }?.resume()
+    }
+
+    @Test func noDaemonMeansNotRunning() async throws {
+        defer { TestFS.remove(dir) }
+        let p = path
+        await #expect(throws: ControlError.notRunning(path: p)) { try await offPool { try ControlClient.status(json: true, path: p) } }
+    }
+
+    @Test func refusesASecondDaemonAndReplacesAStaleSocket() async throws {
+        defer { TestFS.remove(dir) }
+        let s = try server()
+        #expect(throws: ControlError.alreadyRunning(path: path)) { try server() }
+        s.close()
+        // A socket file nobody listens on (a crashed daemon's) is replaced.
+        let stale = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var (addr, len) = Posix.unixAddress(path)!
+        #expect(withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(stale, $0, len) } } == 0)
+        close(stale)
+        let again = try server()
+        defer { again.close() }
+        let p = path
+        #expect(try await offPool { try ControlClient.status(json: true, path: p) }.hasPrefix("{"))
+    }
+
+    @Test func givesTheSocketToAGroup() throws {
+        defer { TestFS.remove(dir) }
+        let hub = LogHub(clock: { WallTime(unixMillis: 0) })
+        let handlers = ControlServer.Handlers(status: { sampleSnapshot() }, say: { _, _ in "" })
+        let gid = getegid()
+        let name = String(cString: getgrgid(gid).pointee.gr_name)
+        let s = try ControlServer(path: path, group: name, handlers: handlers, log: hub.logger("control"))
+        defer { s.close() }
+        var st = stat()
+        #expect(lstat(path, &st) == 0 && st.st_gid == gid)
+        #expect(throws: ControlError.self) {
+            try ControlServer(path: dir + "/other.sock", group: "no-such-group-crier", handlers: handlers, log: hub.logger("control"))
+        }
+        #expect(access(dir + "/other.sock", F_OK) != 0)
+    }
+
+    @Test func refusesToReplaceSomethingElse() throws {
+        defer { TestFS.remove(dir) }
+        #expect(creat(path, 0o644) >= 0)
+        #expect(throws: ControlError.notASocket(path: path)) { try server() }
+    }
+}
+
+@Suite(.serialized)
+struct SignalWatcherTests {
+    @Test func deliversSignalsToTheStream() async throws {
+        let w = try SignalWatcher.start()
+        var it = w.signals.makeAsyncIterator()
+        kill(getpid(), SIGHUP)
+        #expect(await it.next() == .hangup)
+        kill(getpid(), SIGTERM)
+        kill(getpid(), SIGINT)
+        // Two pending signals may be delivered in either order (the kernel favours lower numbers).
+        let two = [await it.next(), await it.next()].compactMap { $0 }.map(\.rawValue).sorted()
+        #expect(two == [SIGINT, SIGTERM])
+        #expect(throws: SystemError.self) { try SignalWatcher.start() }
+    }
+}

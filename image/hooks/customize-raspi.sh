@@ -1,0 +1,36 @@
+#!/bin/sh
+# mmdebstrap --customize-hook, arm64 only: the Raspberry Pi boot partition. $1 = root.
+# Debian's raspi-firmware regenerates /boot/firmware/{config.txt,cmdline.txt} on every kernel or
+# firmware upgrade from /etc/default/raspi-firmware*, so our settings go THERE (they survive
+# upgrades on the device), then its hook is re-run once to write the boot partition now.
+set -eu
+root="$1"
+[ -x "$root/etc/kernel/postinst.d/z50-raspi-firmware" ] || { echo "customize-raspi: raspi-firmware missing" >&2; exit 1; }
+
+# Root by label (any card reader / slot). Consoles: the last one is /dev/console, where the
+# kernel, systemd and crier's log lines go. serial0 is the name the Pi firmware rewrites for
+# Raspberry Pi OS kernels; Debian's upstream kernel calls the GPIO 14/15 mini UART of a
+# Pi 3 / 4 / Zero 2 W "ttyS1", so it is named last.
+cat >> "$root/etc/default/raspi-firmware" <<'CONF'
+
+# --- Crier image (image/hooks/customize-raspi.sh) ---
+ROOTPART="LABEL=crier-root"
+CONSOLES="tty0 serial0,115200 ttyS1,115200"
+CONF
+
+# Extra config.txt lines (appended after Debian's arm_64bit/enable_uart/upstream_kernel/kernel/
+# initramfs lines): the repository's board/raspberrypi/config.txt, else the crier package's copy
+# of it, else image/raspi/config.txt. Lines that would fight Debian's generated ones (kernel=,
+# initramfs, arm_64bit) are dropped.
+for custom in "$CRIER_REPO_DIR/board/raspberrypi/config.txt" "$root/usr/share/crier/config.txt" \
+              "$CRIER_IMAGE_DIR/raspi/config.txt"; do
+  [ -f "$custom" ] && break
+done
+echo "customize-raspi: config.txt extras from $custom"
+grep -v -E '^[[:space:]]*(kernel|initramfs|arm_64bit)[[:space:]=]' "$custom" > "$root/etc/default/raspi-firmware-custom" || true
+
+# Extra kernel parameters: quiet keeps the 115200-baud console for systemd's and crier's lines.
+echo "quiet" > "$root/etc/default/raspi-extra-cmdline"
+
+DEB_MAINT_PARAMS=configure chroot "$root" /etc/kernel/postinst.d/z50-raspi-firmware
+echo "customize-raspi: cmdline.txt: $(cat "$root/boot/firmware/cmdline.txt")"

@@ -1,0 +1,38 @@
+#!/bin/sh
+# mmdebstrap --customize-hook: runs on the host after all packages are installed. $1 = root.
+# The generic system: overlay files, identity, accounts, network, trimmed timers.
+set -eu
+root="$1"
+src="$CRIER_IMAGE_DIR/rootfs"
+in_root() { chroot "$root" "$@"; }
+
+# 1. Overlay (hostname, hosts, fstab with LABELs, networkd, journald, crier drop-in).
+(cd "$src" && find . -type f) | while read -r f; do
+  install -D -m 0644 "$src/$f" "$root/$f"
+done
+chmod 0755 "$root/usr/local/sbin/"*
+in_root systemctl enable crier-growroot.service
+
+# 2. Identity. mmdebstrap's final cleanup empties /etc/machine-id (an empty file makes systemd
+#    generate a fresh ID on the first boot of every card and commit it), so nothing to do here.
+rm -f "$root/var/lib/dbus/machine-id"
+
+# 3. Accounts: root has no password and is locked ('!*'): no login on the serial getty or
+#    anywhere. Nothing listens for remote logins: no SSH server is installed.
+in_root usermod -p '!*' root
+if [ -e "$root/usr/sbin/sshd" ]; then echo "customize-system: sshd must not be in the image" >&2; exit 1; fi
+
+# 4. Network: wired DHCP through systemd-networkd (rootfs/etc/systemd/network/80-wired.network),
+#    DNS through systemd-resolved. Nothing waits for the network at boot: crier reconnects by
+#    itself, and wait-online would add up to 2 min to a boot without a cable.
+in_root systemctl enable systemd-networkd.service systemd-resolved.service systemd-timesyncd.service
+in_root systemctl disable systemd-networkd-wait-online.service 2>/dev/null || true
+
+# 5. A kiosk changes nothing behind the shop's back: no unattended apt runs, no periodic scrubs.
+for t in apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer e2scrub_reap.service; do
+  in_root systemctl disable "$t" 2>/dev/null || true
+done
+
+# 6. Serial console: systemd-getty-generator starts serial-getty@ on the console named last on
+#    the kernel command line (ttyS0 in QEMU, ttyS1 on a Pi 3/4/Zero 2 W), so no unit is enabled
+#    by hand; the kernel command line (build-image.sh / customize-raspi.sh) names it.

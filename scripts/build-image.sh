@@ -1,0 +1,229 @@
+#!/usr/bin/env bash
+# Builds a flashable Crier disk image (MBR: FAT32 boot + ext4 root) from Debian 12 packages.
+#
+#   scripts/build-image.sh --arch amd64|arm64 [--deb FILE] [--out FILE] [--mirror URL] [--no-xz]
+#                          [--reuse-root]   (development: keep the root tree of the last build
+#                                            if its mmdebstrap run succeeded; skips step 2)
+#
+# The recipe is image/ (package lists, mmdebstrap hooks, overlay files); this script only runs
+# it and assembles the disk without loop mounts: mmdebstrap into a directory, mkfs.vfat + mcopy
+# for the boot partition, mkfs.ext4 -d for the root, sfdisk on a sparse file, dd at the offsets.
+# Outputs next to --out (default out/crier-<arch>.img):
+#   crier-<arch>.img             raw image (sparse)         crier-<arch>.img.xz(.sha256)
+#   crier-<arch>.manifest        package versions + inputs  crier-<arch>.build.log
+#   crier-<arch>.vmlinuz/.initrd/.cmdline   amd64 only: what scripts/boot-test.sh boots
+# Needs root (mmdebstrap --mode=root, chroot). Installs its own host packages (idempotent).
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+
+ARCH="" DEB="" OUT="" MIRROR="http://deb.debian.org/debian" XZ=1 REUSE=0
+SUITE=bookworm
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+while (($#)); do
+  case "$1" in
+    --arch) ARCH="$2"; shift 2 ;;
+    --deb) DEB="$2"; shift 2 ;;
+    --out) OUT="$2"; shift 2 ;;
+    --mirror) MIRROR="$2"; shift 2 ;;
+    --no-xz) XZ=0; shift ;;
+    --reuse-root) REUSE=1; shift ;;
+    -h|--help) usage 0 ;;
+    *) echo "build-image: unknown argument $1" >&2; usage ;;
+  esac
+done
+case "$ARCH" in amd64|arm64) ;; *) echo "build-image: --arch amd64|arm64 is required" >&2; usage ;; esac
+[ "$(id -u)" = 0 ] || { echo "build-image: must run as root (mmdebstrap --mode=root, chroot)" >&2; exit 1; }
+if [ -n "$DEB" ]; then
+  [ -f "$DEB" ] || { echo "build-image: --deb $DEB: no such file" >&2; exit 1; }
+  DEB="$(realpath "$DEB")"
+  deb_arch="$(dpkg-deb -f "$DEB" Architecture)"
+  [ "$deb_arch" = "$ARCH" ] || [ "$deb_arch" = all ] || {
+    echo "build-image: $DEB is for $deb_arch, not $ARCH" >&2; exit 1; }
+fi
+OUT="${OUT:-$ROOT/out/crier-$ARCH.img}"
+mkdir -p "$(dirname "$OUT")"
+OUT="$(realpath -m "$OUT")"
+base="${OUT%.img}"
+WORK="$base.work"
+LOG="$base.build.log"
+
+# ---- progress: one line per step, with the step's and the total elapsed time ----------------
+T0=$(date +%s.%N) TS=$T0 STEP=""
+elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+step() {
+  [ -n "$STEP" ] && printf '[build-image %6ss]   done: %s (%ss)\n' "$(elapsed "$T0")" "$STEP" "$(elapsed "$TS")"
+  STEP="$*" TS=$(date +%s.%N)
+  [ -n "$STEP" ] && printf '[build-image %6ss] %s\n' "$(elapsed "$T0")" "$STEP"
+  return 0
+}
+fail() { echo "build-image: FAILED in step '$STEP': $*" >&2; exit 1; }
+trap 'rc=$?; [ $rc = 0 ] || echo "build-image: failed (exit $rc) in step \"$STEP\"; log: $LOG" >&2' EXIT
+
+# ---- 1. host tools -------------------------------------------------------------------------
+step "host packages"
+HOST_PKGS=(mmdebstrap dosfstools mtools e2fsprogs fdisk xz-utils)
+[ "$ARCH" = arm64 ] && [ "$(dpkg --print-architecture)" != arm64 ] &&
+  HOST_PKGS+=(qemu-user-static binfmt-support arch-test)
+missing=()
+for p in "${HOST_PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "  installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ "$ARCH" = arm64 ] && [ "$(dpkg --print-architecture)" != arm64 ]; then
+  step "binfmt_misc for arm64 (qemu-user-static)"
+  mountpoint -q /proc/sys/fs/binfmt_misc || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
+  update-binfmts --enable qemu-aarch64 2>/dev/null || true
+  arch-test arm64 >/dev/null || fail "arm64 binaries do not run through qemu-user (arch-test arm64)"
+fi
+
+# ---- 2. root file system ---------------------------------------------------------------------
+if ((REUSE)) && [ -d "$WORK/root/etc" ] && tail -n 1 "$LOG" 2>/dev/null | grep -q '^I: success'; then
+  step "mmdebstrap: reusing $WORK/root (--reuse-root)"
+  export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || date +%s)}"
+  COMPONENTS=main; [ "$ARCH" = arm64 ] && COMPONENTS="main non-free-firmware"
+  rm -rf "$WORK/bootfs" "$WORK/boot.vfat" "$WORK/root.ext4"
+else
+  step "mmdebstrap $SUITE $ARCH (log: $(basename "$LOG"))"
+  rm -rf "$WORK"; mkdir -p "$WORK"
+  : > "$LOG"
+  pkglist() { sed -e 's/#.*//' "$@" | tr -s ' \t\n' '\n' | sed '/^$/d' | paste -sd, -; }
+  PKGS="$(pkglist "$ROOT/image/packages/common.list" "$ROOT/image/packages/$ARCH.list")"
+  COMPONENTS=main
+  [ "$ARCH" = arm64 ] && COMPONENTS="main non-free-firmware"
+  export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || date +%s)}"
+  export CRIER_IMAGE_DIR="$ROOT/image" CRIER_REPO_DIR="$ROOT" CRIER_ARCH="$ARCH"
+  args=(
+    --mode=root --variant=minbase
+    # merged /usr through mmdebstrap's own hook (else apt picks usrmerge, which pulls in 50 MB of perl)
+    --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr --arch="$ARCH" --format=directory
+    --include="$PKGS"
+    --aptopt='APT::Install-Recommends "false"'
+    # Trim what a kiosk never reads; copyright files and crier's own docs stay.
+    --dpkgopt='path-exclude=/usr/share/man/*'
+    --dpkgopt='path-exclude=/usr/share/info/*'
+    --dpkgopt='path-exclude=/usr/share/locale/*'
+    --dpkgopt='path-include=/usr/share/locale/locale.alias'
+    --dpkgopt='path-exclude=/usr/share/doc/*'
+    --dpkgopt='path-include=/usr/share/doc/*/copyright'
+    --dpkgopt='path-include=/usr/share/doc/crier/*'
+    --setup-hook='"$CRIER_IMAGE_DIR/hooks/setup.sh" "$1"'
+    --customize-hook='"$CRIER_IMAGE_DIR/hooks/customize-system.sh" "$1"'
+    --customize-hook='"$CRIER_IMAGE_DIR/hooks/customize-crier.sh" "$1"'
+  )
+  # The .deb by path: apt resolves its Depends from the mirror; mmdebstrap's own hook makes the
+  # file visible inside the chroot under the same path and removes it afterwards.
+  # Per-arch dpkg path-excludes (image/packages/<arch>.path-exclude), e.g. unused kernel modules.
+  if [ -f "$ROOT/image/packages/$ARCH.path-exclude" ]; then
+    while read -r pat; do args+=(--dpkgopt="path-exclude=$pat"); done < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$ROOT/image/packages/$ARCH.path-exclude")
+  fi
+  [ -n "$DEB" ] && args+=(--include="$DEB" --hook-dir=/usr/share/mmdebstrap/hooks/file-mirror-automount)
+  [ "$ARCH" = arm64 ] && args+=(--customize-hook='"$CRIER_IMAGE_DIR/hooks/customize-raspi.sh" "$1"')
+  args+=(--customize-hook='"$CRIER_IMAGE_DIR/hooks/customize-final.sh" "$1"')
+  mmdebstrap "${args[@]}" "$SUITE" "$WORK/root" \
+    "deb $MIRROR $SUITE $COMPONENTS" \
+    "deb $MIRROR $SUITE-updates $COMPONENTS" \
+    "deb ${MIRROR%/debian}/debian-security $SUITE-security $COMPONENTS" \
+    >>"$LOG" 2>&1 &
+  mm=$!
+  # mmdebstrap's own phase lines and our hooks' lines as progress; everything else in the log.
+  shown=0
+  show_progress() {
+    local n; n=$(wc -l < "$LOG")
+    sed -n "$((shown + 1)),${n}p" "$LOG" |
+      grep -E '^(I: (running|installing|downloading|extracting|cleaning|success)|customize-|E:)' | sed 's/^/  /' || true
+    shown=$n
+  }
+  while kill -0 $mm 2>/dev/null; do show_progress; sleep 2; done
+  wait $mm || { show_progress; tail -n 40 "$LOG" >&2; fail "mmdebstrap failed"; }
+  show_progress
+fi
+R="$WORK/root"
+
+# ---- 3. manifest -----------------------------------------------------------------------------
+step "manifest"
+{
+  echo "# Crier image manifest: inputs and every installed package"
+  echo "# arch: $ARCH   suite: $SUITE ($COMPONENTS, +updates, +security)   mirror: $MIRROR"
+  echo "# built: $(date -u +%Y-%m-%dT%H:%M:%SZ)   SOURCE_DATE_EPOCH: $SOURCE_DATE_EPOCH"
+  echo "# recipe: git $(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)$(git -C "$ROOT" diff --quiet -- image scripts 2>/dev/null || echo ' (+local changes)')"
+  if [ -n "$DEB" ]; then
+    echo "# crier deb: $(basename "$DEB") sha256 $(sha256sum "$DEB" | cut -d' ' -f1)"
+  else
+    echo "# crier deb: none (runtime libraries only)"
+  fi
+  echo "# package	version	architecture"
+  chroot "$R" dpkg-query -W -f='${Package}\t${Version}\t${Architecture}\n' | sort
+} > "$base.manifest"
+echo "  $(grep -vc '^#' "$base.manifest") packages"
+
+# ---- 4. boot files ---------------------------------------------------------------------------
+step "boot partition content"
+mkdir -p "$WORK/bootfs"
+cp -a "$R/boot/firmware/." "$WORK/bootfs/"
+find "$R/boot/firmware" -mindepth 1 -delete      # only the mount point stays in the root
+if [ "$ARCH" = amd64 ]; then
+  # No boot loader: QEMU (scripts/boot-test.sh) boots these directly with -kernel/-initrd.
+  kver="$(ls "$R"/boot/vmlinuz-* | sort -V | tail -1)"; kver="${kver##*/vmlinuz-}"
+  cp "$R/boot/vmlinuz-$kver" "$base.vmlinuz"
+  cp "$R/boot/initrd.img-$kver" "$base.initrd"
+  echo "root=LABEL=crier-root ro console=ttyS0,115200 quiet" > "$base.cmdline"
+  echo "  kernel $kver, initrd $(du -h "$base.initrd" | cut -f1), cmdline: $(cat "$base.cmdline")"
+fi
+ls "$WORK/bootfs" | sed 's/^/  /' | paste -sd' ' | cut -c1-200
+
+# ---- 5. file systems -------------------------------------------------------------------------
+step "FAT32 boot file system (mkfs.vfat + mcopy)"
+BOOT_MB=40; [ "$ARCH" = arm64 ] && BOOT_MB=256    # FAT32 needs >= 33 MiB
+need=$(du -sm "$WORK/bootfs" | cut -f1)
+((need * 2 < BOOT_MB)) || BOOT_MB=$(( (need * 2 + 63) / 64 * 64 ))   # room for a kernel upgrade
+mkfs.vfat -F 32 -n CRIER-BOOT -i 43524945 -C "$WORK/boot.vfat" $((BOOT_MB * 1024)) >/dev/null
+mcopy -s -m -i "$WORK/boot.vfat" "$WORK/bootfs"/* ::/
+echo "  ${BOOT_MB} MiB, ${need} MiB used"
+
+step "ext4 root file system (mkfs.ext4 -d)"
+used=$(du -sm "$R" | cut -f1)
+# +5 % and 48 MiB: journal, inode tables and some free space. The image stays small: the root
+# partition grows to the whole card on first boot (crier-growroot.service).
+ROOT_MB=$(( (used * 105 / 100 + 48 + 3) / 4 * 4 ))
+rm -f "$WORK/root.ext4"; truncate -s "${ROOT_MB}M" "$WORK/root.ext4"
+E2FSPROGS_FAKE_TIME=$SOURCE_DATE_EPOCH mkfs.ext4 -q -F -L crier-root -m 1 -J size=8 -d "$R" "$WORK/root.ext4" "${ROOT_MB}M"
+e2fsck -fn "$WORK/root.ext4" >/dev/null 2>&1 || fail "e2fsck found errors in the new root file system"
+echo "  ${ROOT_MB} MiB, ${used} MiB used"
+
+# ---- 6. disk image ---------------------------------------------------------------------------
+step "partition table + assembly (sfdisk on a sparse file, dd)"
+rm -f "$OUT" "$OUT.xz" "$OUT.xz.sha256"
+TOTAL_MB=$((4 + BOOT_MB + ROOT_MB))
+truncate -s "${TOTAL_MB}M" "$OUT"
+sfdisk -q "$OUT" <<EOF
+label: dos
+label-id: 0x43524945
+unit: sectors
+start=$((4 * 2048)), size=$((BOOT_MB * 2048)), type=c, bootable
+start=$(((4 + BOOT_MB) * 2048)), size=$((ROOT_MB * 2048)), type=83
+EOF
+dd if="$WORK/boot.vfat" of="$OUT" bs=1M seek=4 conv=notrunc,sparse status=none
+dd if="$WORK/root.ext4" of="$OUT" bs=1M seek=$((4 + BOOT_MB)) conv=notrunc,sparse status=none
+
+step "check the image (no mounts)"
+bash "$ROOT/image/check-image.sh" --arch "$ARCH" "$OUT"
+
+if ((XZ)); then
+  step "compress (xz -T2 -6) + sha256"
+  xz -T2 -6 -c "$OUT" > "$OUT.xz"
+  (cd "$(dirname "$OUT")" && sha256sum "$(basename "$OUT").xz" > "$(basename "$OUT").xz.sha256")
+fi
+
+step "clean up"
+rm -rf "$WORK"
+step ""
+raw=$(stat -c %s "$OUT"); alloc=$(du -B1 "$OUT" | cut -f1)
+echo "build-image: $OUT"
+printf '  raw %d MiB (%d MiB allocated)' $((raw >> 20)) $((alloc >> 20))
+((XZ)) && printf ', xz %d MiB' $(($(stat -c %s "$OUT.xz") >> 20))
+printf ', total %ss\n' "$(elapsed "$T0")"
