@@ -7,7 +7,7 @@ listens on the unix sockets QEMU connects ttyS1/ttyS2 to, boots QEMU, relays the
 then runs the optional host-side check (scenarios/NAME.check.py RUN_DIR) and prints timings.
 Exit code: the guest scenario's, else the check's.
 """
-import argparse, os, select, shutil, signal, socket, subprocess, sys, threading, time
+import argparse, os, re, select, shutil, signal, socket, subprocess, sys, threading, time
 
 p = argparse.ArgumentParser()
 p.add_argument("--kdir", required=True)
@@ -19,7 +19,15 @@ VMDIR = os.path.join(a.repo, "scripts", "vm")
 SC = os.path.join(VMDIR, "scenarios", a.scenario)
 cache = os.environ["CRIER_CACHE"]
 crier_bin = os.path.abspath(os.environ.get("CRIER_BIN", os.path.join(a.repo, ".build/debug/crier")))
-timeout = float(os.environ.get("CRIER_VM_TIMEOUT", "180"))
+# CRIER_VM_TIMEOUT if set; else the scenario's own "# vm-timeout: SECONDS" line; else 180.
+timeout = 180.0
+try:
+    m = re.search(r"^# vm-timeout: *([0-9]+)", open(SC + ".sh").read(), re.M)
+    if m:
+        timeout = float(m.group(1))
+except OSError:
+    pass
+timeout = float(os.environ.get("CRIER_VM_TIMEOUT") or timeout)
 verbose = os.environ.get("CRIER_VM_VERBOSE") == "1"
 
 runs = os.path.join(cache, "runs")

@@ -31,6 +31,11 @@ p.add_argument("--trigger-dev", default="/dev/ttyS2")
 p.add_argument("--trigger-cmd", help="shell command started (not waited for) at the mark; its exit code is recorded")
 p.add_argument("--stop-after-speech", type=float, default=0.0,
                help="end the window early once something loud was heard and then this many s of quiet")
+p.add_argument("--loud", type=float, default=0.05,
+               help="fraction of full scale that counts as speech for --stop-after-speech (quiet alerts: lower)")
+p.add_argument("--stop-file", help="end the window as soon as this file exists")
+p.add_argument("--stop-after-cmd", type=float, default=0.0,
+               help="end the window this many s after the --trigger-cmd exited (--seconds stays the limit)")
 p.add_argument("--watch")
 p.add_argument("--pid", type=int)
 a = p.parse_args()
@@ -110,9 +115,11 @@ mark_t = None
 loud_seen = False
 mark_wall = None
 trig_proc = None
+cmd_done = None
 quiet_since = 0  # frame index since which everything has been quiet
 limit = int(32767 * 0.01) if width == 2 else int(2147483647 * 0.01)
 acode = "h" if width == 2 else "i"
+loud = int((32767 if width == 2 else 2147483647) * a.loud)
 t_open = time.monotonic()
 while True:
     frames = len(data) // frame
@@ -147,8 +154,15 @@ while True:
     samples = array.array(acode, bytes(data[before * frame: frames * frame]))
     if len(samples) and max(max(samples), -min(samples)) > limit:
         quiet_since = frames
-        if mark_frame is not None and max(max(samples), -min(samples)) > 5 * limit:
-            loud_seen = True
+        if mark_frame is not None and max(max(samples), -min(samples)) > loud \
+                and (trig_proc is None or trig_proc.poll() is not None):
+            loud_seen = True   # (with --trigger-cmd: only what is heard once the command ended)
+    if mark_frame is not None and a.stop_file and os.path.exists(a.stop_file):
+        break
+    if trig_proc and a.stop_after_cmd and trig_proc.poll() is not None:
+        cmd_done = cmd_done or now
+        if now - cmd_done >= a.stop_after_cmd:
+            break
     if (mark_frame is not None and a.stop_after_speech and loud_seen
             and frames - quiet_since >= a.stop_after_speech * rate):
         break

@@ -62,10 +62,12 @@ pcm_params() {
 
 # --- Crier -------------------------------------------------------------------------------------
 # crier_config [EXTRA LINES...]: writes /tmp/crier.conf (the contract's keys + extra lines).
+# CRIER_VM_DEVICE (default hw:Loopback,0): audio.device; PCM_CARD (Loopback) must name its card.
+# CRIER_VM_SERVER (default tcp://10.0.2.100:7000, the host part): empty = no server.
 crier_config() {
   {
-    echo "audio.device = hw:Loopback,0"
-    echo "server = tcp://10.0.2.100:7000"
+    echo "audio.device = ${CRIER_VM_DEVICE:-hw:Loopback,0}"
+    echo "server = ${CRIER_VM_SERVER-tcp://10.0.2.100:7000}"
     echo "device.id = vm"
     # TCG on a shared 2-core host starves the guest for 100+ ms at times: the product's 80 ms
     # buffer then underruns for reasons a Pi never sees. CRIER_VM_BUFFER_MS=80 tests the default.
@@ -75,27 +77,27 @@ crier_config() {
   cp /tmp/crier.conf "$RESULTS/crier.conf"
 }
 
-# crier_start: starts `crier run` (log in $RESULTS/crier.log), waits for ' INFO runtime: ready',
+# crier_start: starts `crier run` (log in ${CRIER_LOG:-$RESULTS/crier.log}), waits for ' INFO runtime: ready',
 # for the PCM to be open and, when a server is configured, for the TCP connection to
 # 10.0.2.100:7000. Sets CRIER_PID and PCM_PARAMS ("FORMAT CHANNELS RATE").
 crier_start() {
-  local t0; t0=$(uptime_s)
-  "$CRIER_BIN" run --config /tmp/crier.conf 2>>"$RESULTS/crier.log" &
+  local t0 log=${CRIER_LOG:-$RESULTS/crier.log}; t0=$(uptime_s)
+  "$CRIER_BIN" run --config /tmp/crier.conf 2>>"$log" &
   CRIER_PID=$!
   local end=$((SECONDS + 60))
-  until grep -q ' INFO runtime: ready' "$RESULTS/crier.log" 2>/dev/null; do
+  until grep -q ' INFO runtime: ready' "$log" 2>/dev/null; do
     if ! kill -0 "$CRIER_PID" 2>/dev/null; then
       local st=0; wait "$CRIER_PID" || st=$?
-      tail -n 20 "$RESULTS/crier.log"
+      tail -n 20 "$log"
       fail "crier run exited (status $st) before logging 'INFO runtime: ready'"; return 1
     fi
-    ((SECONDS < end)) || { tail -n 20 "$RESULTS/crier.log"; fail "crier never logged 'INFO runtime: ready' (60 s)"; return 1; }
+    ((SECONDS < end)) || { tail -n 20 "$log"; fail "crier never logged 'INFO runtime: ready' (60 s)"; return 1; }
     sleep 0.1
   done
   say "crier ready after $(awk -v a="$t0" -v b="$(uptime_s)" 'BEGIN{printf "%.2f", b-a}') s (pid $CRIER_PID)"
   end=$((SECONDS + 20))
-  until PCM_PARAMS=$(pcm_params Loopback 0) && [ -n "$PCM_PARAMS" ]; do
-    ((SECONDS < end)) || { fail "hw:Loopback,0 not open 20 s after ready"; return 1; }
+  until PCM_PARAMS=$(pcm_params "${PCM_CARD:-Loopback}" 0) && [ -n "$PCM_PARAMS" ]; do
+    ((SECONDS < end)) || { fail "hw:${PCM_CARD:-Loopback},0 not open 20 s after ready"; return 1; }
     sleep 0.1
   done
   say "PCM open: $PCM_PARAMS"
