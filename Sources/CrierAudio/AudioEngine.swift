@@ -106,7 +106,10 @@ public final class AudioEngine: Sendable {
             return !i.stopping
         }
         wake.wake()
-        if first { threadExited.wait() }
+        // Bounded: a thread stuck inside a driver call must not hang the shutdown.
+        if first && threadExited.wait(timeout: .now() + 3) == .timedOut {
+            log.error("audio thread did not stop within 3 s (stuck in the driver?); leaving it")
+        }
     }
 
     /// Asks the thread to stop without waiting for it: for an engine whose thread is stuck in a
@@ -279,7 +282,9 @@ public final class AudioEngine: Sendable {
             var silentFrom: UInt64 = 0
             let t0 = Monotonic.now()
             // Frames that must stay queued when silence is taken back: time to render and write.
-            let safety = max(device.format.frames(ms: 4), period / 4)
+            // A whole period (at least 10 ms): less made the device underrun right at the start
+            // of speech on a slow CPU (seen in the VM tier).
+            let safety = max(device.format.frames(ms: 10), period)
             let pollFDs = device.selfPaced ? [] : device.pollDescriptors()
 
             let (lg, eng, dev) = (log, engine, config.device)

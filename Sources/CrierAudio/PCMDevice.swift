@@ -70,6 +70,9 @@ final class PCMDevice {
         try check("set_rate \(format.rate)", snd_pcm_hw_params_set_rate_near(pcm, hw, &rate, nil))
         var period = snd_pcm_uframes_t(format.frames(ms: Double(periodMs)))
         try check("set_period_size", snd_pcm_hw_params_set_period_size_near(pcm, hw, &period, nil))
+        // Whole periods only: the engine writes period by period, so a buffer with a partial
+        // period at its end would never fill to the start threshold (snd-dummy showed it).
+        _ = snd_pcm_hw_params_set_periods_integer(pcm, hw)
         var buffer = snd_pcm_uframes_t(max(Int(period) * 2, format.frames(ms: Double(bufferMs))))
         try check("set_buffer_size", snd_pcm_hw_params_set_buffer_size_near(pcm, hw, &buffer))
         try check("hw_params", snd_pcm_hw_params(pcm, hw))
@@ -83,7 +86,7 @@ final class PCMDevice {
         try check("set_avail_min", snd_pcm_sw_params_set_avail_min(pcm, sw, period))
         // Start once the whole buffer is queued: starting on the first period leaves a slow
         // machine one period to fill the rest, and it underruns before the first word.
-        try check("set_start_threshold", snd_pcm_sw_params_set_start_threshold(pcm, sw, buffer))
+        try check("set_start_threshold", snd_pcm_sw_params_set_start_threshold(pcm, sw, buffer / period * period))
         try check("sw_params", snd_pcm_sw_params(pcm, sw))
 
         let type = snd_pcm_type(pcm)

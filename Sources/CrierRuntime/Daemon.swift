@@ -80,6 +80,10 @@ public actor Daemon {
         } else {
             log.warning("no order server configured; set `server = tcp://HOST:PORT` in crier.conf to receive orders")
         }
+        // Load the voice data now: the first synthesis of a language reads its dictionaries,
+        // which should not be paid by the first order.
+        let warm = pipeline
+        Task { _ = try? await warm.clip(Utterance(text: "。", lang: warm.config.speech.lang), rate: warm.config.audio.rate) }
         Task { await self.speakerLoop() }
         log.info("ready", ["version": CrierVersion.string, "device": config.audio.device,
                            "server": config.link.server?.description ?? "none"])

@@ -399,3 +399,30 @@ def test_systemd_notify_ready_status_watchdog_stopping_and_status_socket(box):
     st = json.loads(status.stdout)
     assert st["healthy"] is True and {c["name"] for c in st["components"]} == {"audio", "buttons"}
     assert say.returncode == 0 and "sent to the running daemon" in say.stderr
+
+
+def test_stalled_audio_thread_is_replaced_then_the_process_gives_up(box):
+    """An ALSA device that stops taking data (a pipe nobody reads: writei blocks forever) stalls
+    the audio thread. The supervisor notices within the stall deadline, starts a fresh engine,
+    and when stalls go on past the restart intensity the process exits non-zero for systemd."""
+    alsa = box.tmp / "xdg" / "alsa" / "asoundrc"
+    alsa.write_text(alsa.read_text() + 'pcm.stuck { type file slave.pcm "null" file "|exec sleep 600" format "raw" }\n')
+    box.write_conf("audio.device = stuck\nstatus.on_start = off\ninput = fifo:%s\nstate.path = %s\n"
+                   "control.socket = %s\nsupervisor.max_restarts = 2\nsupervisor.restart_window = 120\n" % (
+                       box.tmp / "b.fifo", box.tmp / "state", box.tmp / "c.sock"))
+    t0 = time.monotonic()
+    crier = Proc([CRIER, "run", "--config", box.conf], env=box.env)
+    try:
+        crier.wait_for(r"WARN supervisor: restarting component=audio reason=stalled", timeout=30)
+        crier.wait_for(r"ERROR runtime: audio thread stalled; starting a new audio engine")
+        rc = crier.p.wait(timeout=90)
+    finally:
+        crier.stop(signal.SIGKILL)
+        subprocess.run(["pkill", "-f", "exec sleep 600"], capture_output=True)
+        subprocess.run(["pkill", "-x", "sleep"], capture_output=True)
+    took = time.monotonic() - t0
+    err = "\n".join(crier.lines())
+    print("\nstall → exit after %.1f s; restarts logged: %d" % (took, err.count("restarting component=audio")))
+    assert rc == 1, err[-2000:]
+    assert "ERROR supervisor: restart intensity exceeded" in err, err[-2000:]
+    assert "giving up; exiting so systemd restarts the whole process" in err, err[-2000:]
