@@ -164,32 +164,37 @@ public enum JSON {
         return out
     }
 
-    public static func write(_ v: JSONValue, into out: inout [UInt8]) {
+    /// How strings are escaped: `wire` is what Crier sends (DEL and every control escaped as
+    /// \u00XX except \n \r \t); `canonical` is JavaScript's `JSON.stringify` / Python's
+    /// `json.dumps(ensure_ascii=False)`, which signed orders are computed over (docs/protocol.md §14).
+    public enum StringStyle: Sendable { case wire, canonical }
+
+    public static func write(_ v: JSONValue, into out: inout [UInt8], style: StringStyle = .wire) {
         switch v {
         case .null: out += Array("null".utf8)
         case .bool(let b): out += Array((b ? "true" : "false").utf8)
         case .number(let n): out += Array(n.literal.utf8)
-        case .string(let s): writeString(s, into: &out)
+        case .string(let s): writeString(s, into: &out, style: style)
         case .array(let a):
             out.append(UInt8(ascii: "["))
             for (i, e) in a.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                write(e, into: &out)
+                write(e, into: &out, style: style)
             }
             out.append(UInt8(ascii: "]"))
         case .object(let o):
             out.append(UInt8(ascii: "{"))
             for (i, p) in o.pairs.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                writeString(p.key, into: &out)
+                writeString(p.key, into: &out, style: style)
                 out.append(UInt8(ascii: ":"))
-                write(p.value, into: &out)
+                write(p.value, into: &out, style: style)
             }
             out.append(UInt8(ascii: "}"))
         }
     }
 
-    static func writeString(_ s: String, into out: inout [UInt8]) {
+    static func writeString(_ s: String, into out: inout [UInt8], style: StringStyle = .wire) {
         let hex = Array("0123456789abcdef".utf8)
         out.append(UInt8(ascii: "\""))
         for c in s.utf8 {
@@ -199,6 +204,9 @@ public enum JSON {
             case 0x0A: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
             case 0x0D: out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
             case 0x09: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+            case 0x08 where style == .canonical: out += [UInt8(ascii: "\\"), UInt8(ascii: "b")]
+            case 0x0C where style == .canonical: out += [UInt8(ascii: "\\"), UInt8(ascii: "f")]
+            case 0x7F where style == .canonical: out.append(c)
             case 0..<0x20, 0x7F:
                 out += Array("\\u00".utf8)
                 out.append(hex[Int(c >> 4)])

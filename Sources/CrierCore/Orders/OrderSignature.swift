@@ -21,64 +21,12 @@ public enum OrderSigning {
             guard let v = obj[name], v != .null else { continue }
             if !first { out.append(UInt8(ascii: ",")) }
             first = false
-            writeString(name, into: &out)
+            JSON.writeString(name, into: &out, style: .canonical)
             out.append(UInt8(ascii: ":"))
-            write(v, into: &out)
+            JSON.write(v, into: &out, style: .canonical)
         }
         out.append(UInt8(ascii: "}"))
         return out
-    }
-
-    /// Values exactly as JavaScript's `JSON.stringify` and Python's
-    /// `json.dumps(v, ensure_ascii=False, separators=(",", ":"))` write them (numbers: their
-    /// literal text as received).
-    static func write(_ v: JSONValue, into out: inout [UInt8]) {
-        switch v {
-        case .string(let s): writeString(s, into: &out)
-        case .array(let a):
-            out.append(UInt8(ascii: "["))
-            for (i, e) in a.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                write(e, into: &out)
-            }
-            out.append(UInt8(ascii: "]"))
-        case .object(let o):
-            out.append(UInt8(ascii: "{"))
-            for (i, p) in o.pairs.enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                writeString(p.key, into: &out)
-                out.append(UInt8(ascii: ":"))
-                write(p.value, into: &out)
-            }
-            out.append(UInt8(ascii: "}"))
-        default:
-            JSON.write(v, into: &out)
-        }
-    }
-
-    /// `"` `\` → `\"` `\\`; U+0008 U+0009 U+000A U+000C U+000D → `\b` `\t` `\n` `\f` `\r`;
-    /// other U+0000-U+001F → `\u00xx` (lowercase hex); every other character as its UTF-8 bytes
-    /// (no escaping of `/`, U+007F or non-ASCII).
-    static func writeString(_ s: String, into out: inout [UInt8]) {
-        let hex = Array("0123456789abcdef".utf8)
-        out.append(UInt8(ascii: "\""))
-        for c in s.utf8 {
-            switch c {
-            case 0x22: out += [0x5C, 0x22]
-            case 0x5C: out += [0x5C, 0x5C]
-            case 0x08: out += [0x5C, UInt8(ascii: "b")]
-            case 0x09: out += [0x5C, UInt8(ascii: "t")]
-            case 0x0A: out += [0x5C, UInt8(ascii: "n")]
-            case 0x0C: out += [0x5C, UInt8(ascii: "f")]
-            case 0x0D: out += [0x5C, UInt8(ascii: "r")]
-            case 0..<0x20:
-                out += Array("\\u00".utf8)
-                out.append(hex[Int(c >> 4)])
-                out.append(hex[Int(c & 0xF)])
-            default: out.append(c)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
     }
 
     /// Adds `ts` and `sig` to a message object (the sender's side: `crier order-sim --key`).
