@@ -50,6 +50,14 @@ public final class OrderLink: Sendable {
     }
     private let shared = Mutex(Shared())
     private let wake = WakePipe()
+    /// Monotonic nanoseconds of the link thread's last loop: the supervisor's progress signal.
+    private let progressNs = Atomic<Int64>(0)
+
+    /// When the link thread last went round its loop (it never blocks longer than ~5 s except
+    /// inside a name lookup or connect).
+    public var lastProgress: Double { Double(progressNs.load(ordering: .relaxed)) / 1e9 }
+
+    private func tick() { progressNs.store(Int64(monotonicNow() * 1e9), ordering: .relaxed) }
 
     public convenience init(config: LinkConfig, deviceID: String, log: Logger, onEvent: @escaping @Sendable (LinkEvent) -> Void) {
         self.init(config: config, deviceID: deviceID, log: log, options: Options(), onEvent: onEvent)
@@ -87,6 +95,13 @@ public final class OrderLink: Sendable {
     }
 
     /// Stops promptly (closing the connection) and joins the thread. Idempotent.
+    /// Asks the thread to end without waiting for it: for a link whose thread is stuck (in a
+    /// name lookup, say) and is being replaced by the supervisor.
+    public func abandon() {
+        shared.withLock { $0.stopping = true }
+        wake.wake()
+    }
+
     public func stop() {
         let t = shared.withLock { s -> JoinableThread? in
             s.stopping = true
@@ -127,6 +142,7 @@ public final class OrderLink: Sendable {
         var verifier = config.key.map { SignatureVerifier(key: $0, mac: Crypto.hmacSHA256) }
         log.info("link starting", ["server": url, "device": deviceID, "heartbeat": "\(ConfigValue.fmt(config.heartbeat))s"])
         while !stopping {
+            tick()
             let end = session(server, backoff: &backoff, downSince: downSince, verifier: &verifier)
             if stopping { break }
             let now = monotonicNow()
@@ -180,9 +196,10 @@ public final class OrderLink: Sendable {
         let deadline = monotonicNow() + seconds
         var fds = [pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0)]
         while !stopping {
+            tick()
             let left = deadline - monotonicNow()
             if left <= 0 { return }
-            _ = poll(&fds, 1, Int32(left * 1000) + 1)
+            _ = poll(&fds, 1, Int32(min(left, 5) * 1000) + 1)
             wake.drain()
         }
     }
@@ -240,6 +257,7 @@ public final class OrderLink: Sendable {
         var unauthenticated = 0  // rejected for their signature, logged at most 20 per connection
 
         while !stopping {
+            tick()
             // Acks go out only after the welcome: the server has not accepted us before it.
             if welcomed {
                 let acks = shared.withLock { s -> [Ack] in defer { s.outbox.removeAll() }; return s.outbox }
@@ -278,7 +296,7 @@ public final class OrderLink: Sendable {
                 pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0),
             ]
             let buffered = transport.hasBufferedInput
-            let n = poll(&fds, 2, buffered ? 0 : Int32(max(0, min(deadline - now, 60)) * 1000) + 1)
+            let n = poll(&fds, 2, buffered ? 0 : Int32(max(0, min(deadline - now, 5)) * 1000) + 1)
             if n < 0 && errno != EINTR { return .lost("poll failed: \(errnoText(errno))") }
             if fds[1].revents != 0 { wake.drain() }
             // TLS may need the socket writable to read (renegotiation, key update): any event counts.

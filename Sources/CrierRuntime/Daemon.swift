@@ -20,6 +20,7 @@ public actor Daemon {
     public nonisolated var engine: AudioEngine { engineBox.withLock { $0 } }
     let pipeline: SpeechPipeline
     var link: OrderLink?
+    var linkEvents: AsyncStream<LinkEvent>.Continuation?
     var buttons: ButtonService?
     var buttonTask: Task<Void, Never>?
 
@@ -72,10 +73,10 @@ public actor Daemon {
         if config.status.onStart { statusPrompts.append(.started) }
         if let server = config.link.server {
             let (stream, cont) = AsyncStream.makeStream(of: LinkEvent.self)
-            let l = OrderLink(config: config.link, deviceID: config.deviceID, log: hub.logger("link")) { cont.yield($0) }
-            link = l
+            linkEvents = cont
+            link = makeLink()
             Task { for await e in stream { self.handle(e) } }
-            l.start()
+            link?.start()
             log.info("order link starting", ["server": server.description, "device": config.deviceID])
         } else {
             log.warning("no order server configured; set `server = tcp://HOST:PORT` in crier.conf to receive orders")
@@ -311,6 +312,27 @@ public actor Daemon {
     }
 
     // MARK: buttons
+
+    func makeLink() -> OrderLink {
+        let cont = linkEvents
+        return OrderLink(config: config.link, deviceID: config.deviceID, log: hub.logger("link")) { cont?.yield($0) }
+    }
+
+    /// The link thread's progress mark, for the supervisor (now when there is no link).
+    public func linkProgress() -> Double { link?.lastProgress ?? Monotonic.now() }
+
+    /// The supervisor saw the link thread stall: a new link takes over, the old one is
+    /// abandoned (a thread stuck in a name lookup cannot be interrupted). Unacked orders are
+    /// redelivered by the server; the queue (here) keeps everything already received.
+    public func replaceLink() {
+        guard let old = link else { return }
+        log.error("order link thread stalled; starting a new link (the old thread is abandoned)")
+        old.abandon()
+        if linkUp { handle(.disconnected(reason: "link thread stalled")) }
+        let fresh = makeLink()
+        link = fresh
+        fresh.start()
+    }
 
     /// Runs the buttons until cancelled (the supervisor's "buttons" component calls this).
     public func runButtons() async {

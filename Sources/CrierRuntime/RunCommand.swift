@@ -57,7 +57,10 @@ public enum RunCommand {
         await daemon.start()
         let supervisor: Supervisor
         do {
-            supervisor = try Supervisor(components: [AudioComponent(daemon: daemon), ButtonsComponent(daemon: daemon)],
+            var parts: [any SupervisedComponent] = [AudioComponent(daemon: daemon), SpeechComponent(daemon: daemon, deadline: config.speech.deadline)]
+            if config.link.server != nil { parts.append(LinkComponent(daemon: daemon, heartbeat: config.link.heartbeat)) }
+            parts.append(ButtonsComponent(daemon: daemon))
+            supervisor = try Supervisor(components: parts,
                                         options: config.supervision.options, log: hub.logger("supervisor"))
         } catch {
             log.error("\(error)")
@@ -137,6 +140,47 @@ struct AudioComponent: SupervisedComponent {
 
     func requestStop(_ reason: StopReason) {
         if reason == .stalled { Task { await daemon.replaceAudioEngine() } }
+    }
+}
+
+/// The espeak-ng thread: a synthesis that outlives its deadline by far (the library stuck in C,
+/// where the deadline callback cannot reach) counts as a stall. The library cannot be restarted
+/// in-process, so repeated stalls end in the restart intensity and a process restart.
+struct SpeechComponent: SupervisedComponent {
+    let daemon: Daemon
+    let deadline: Double
+    var name: String { "speech" }
+    var stallDeadline: Double? { deadline + 10 }
+
+    func run(progress: ProgressHandle) async throws {
+        let speech = daemon.pipeline.speech
+        await progress.follow(every: 0.5) { speech.progressMark }
+    }
+}
+
+/// The order link thread: it reconnects by itself; a thread that stops going round its loop
+/// (stuck in a name lookup or connect) is replaced.
+struct LinkComponent: SupervisedComponent {
+    let daemon: Daemon
+    let heartbeat: Double
+    var name: String { "link" }
+    // Longest legitimate silence of the loop: a connect timeout plus a slow name lookup.
+    var stallDeadline: Double? { 45 }
+
+    func run(progress: ProgressHandle) async throws {
+        var last = -1.0
+        while !Task.isCancelled, progress.stopRequested == nil {
+            let mark = await daemon.linkProgress()
+            if mark != last {
+                last = mark
+                progress.heartbeat()
+            }
+            try? await Task.sleep(for: .milliseconds(500))
+        }
+    }
+
+    func requestStop(_ reason: StopReason) {
+        if reason == .stalled { Task { await daemon.replaceLink() } }
     }
 }
 

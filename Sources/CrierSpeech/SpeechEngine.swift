@@ -51,6 +51,10 @@ public final class SpeechEngine: Sendable {
 
     public var lastProgress: Double { EspeakThread.shared.lastProgress }
 
+    /// For a stall watchdog: "now" while the speech thread is idle, the start of the current
+    /// job while it works — a job that never ends stops this value from moving.
+    public var progressMark: Double { EspeakThread.shared.busySince ?? Monotonic.now() }
+
     /// Refuses further work from this handle. Work already queued still completes.
     public func stop() { stopped.store(true, ordering: .relaxed) }
 
@@ -90,6 +94,12 @@ final class EspeakThread: Sendable {
     private let queue = Mutex<[Job]>([])
     private let signal = DispatchSemaphore(value: 0)
     private let progressNs = Atomic<Int64>(0)
+    private let busyNs = Atomic<Int64>(0)
+
+    var busySince: Double? {
+        let v = busyNs.load(ordering: .relaxed)
+        return v == 0 ? nil : Double(v) / 1e9
+    }
 
     private init() {
         let t = Thread { [self] in
@@ -129,6 +139,8 @@ final class EspeakThread: Sendable {
                 owner.signal.wait()
                 guard let job = owner.queue.withLock({ q in q.isEmpty ? nil : q.removeFirst() }) else { continue }
                 owner.progressNs.store(Int64(Monotonic.now() * 1e9), ordering: .relaxed)
+                owner.busyNs.store(Int64(Monotonic.now() * 1e9), ordering: .relaxed)
+                defer { owner.busyNs.store(0, ordering: .relaxed) }
                 switch job {
                 case .synth(let u, let v, let s, let c):
                     c.resume(returning: synth(u, v, s))

@@ -90,6 +90,11 @@ def test_order_is_spoken_acked_and_heard(box):
         oid = sim.wait_for(r"^order id=\S+ kind=new_customer number=42", which="out")[0].split()[1][3:]
         sim.wait_for(r"^ack id=%s status=spoken" % re.escape(oid), which="out", timeout=30)
         crier.wait_for(r"INFO alert: spoken id=%s text=新客户来了，四十二号" % re.escape(oid))
+        st = json.loads(subprocess.run([CRIER, "status", "--config", box.conf, "--json"],
+                                       capture_output=True, text=True).stdout)
+        assert {c["name"]: c["state"] for c in st["components"]} == {
+            "audio": "running", "speech": "running", "link": "running", "buttons": "running"}
+        assert st["link"]["state"] == "up" and st["last_alerts"][-1]["id"] == oid
     finally:
         rc = crier.stop()
         sim.stop()
@@ -397,7 +402,7 @@ def test_systemd_notify_ready_status_watchdog_stopping_and_status_socket(box):
     assert "STOPPING=1" in msgs[-1] or any("STOPPING=1" in m for m in msgs)
     assert rc == 0
     st = json.loads(status.stdout)
-    assert st["healthy"] is True and {c["name"] for c in st["components"]} == {"audio", "buttons"}
+    assert st["healthy"] is True and {c["name"] for c in st["components"]} == {"audio", "speech", "buttons"}
     assert say.returncode == 0 and "sent to the running daemon" in say.stderr
 
 
