@@ -73,8 +73,8 @@ crier_config() {
     # buffer then underruns for reasons a Pi never sees. CRIER_VM_BUFFER_MS=80 tests the default.
     if [ -n "${CRIER_VM_BUFFER_MS:-}" ]; then echo "audio.buffer_ms = $CRIER_VM_BUFFER_MS"; fi
     # Synthesis under TCG (debug build) is ~100x slower than on a Pi: the product's 5 s
-    # synthesis deadline would cut ordinary sentences here.
-    echo "speech.deadline = 120"
+    # synthesis deadline would cut ordinary sentences here (60 s is the longest allowed).
+    echo "speech.deadline = 60"
     local l; for l in "$@"; do echo "$l"; done
   } > /tmp/crier.conf
   cp /tmp/crier.conf "$RESULTS/crier.conf"
