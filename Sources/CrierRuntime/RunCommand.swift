@@ -259,7 +259,14 @@ public enum DemoCommand {
         config.deviceID = "demo"
         config.link.heartbeat = 5
         if ctx.loaded.fileFound == false {
-            config.buttons.input = .keyboard
+            // Keys on a terminal; otherwise a FIFO a script can write levels to.
+            if isatty(0) != 0 {
+                config.buttons.input = .keyboard
+            } else {
+                let fifo = NSTemporaryDirectory() + "crier-demo-buttons"
+                config.buttons.input = .fifo(fifo)
+                log.notice("buttons: write lines like `GPIO27 0` / `GPIO27 1` to \(fifo) (stdin is not a terminal)")
+            }
             config.buttons.statePath = NSTemporaryDirectory() + "crier-demo-state"
         }
         let format = AudioFormat(rate: config.audio.rate, channels: config.audio.channels)

@@ -10,7 +10,7 @@ import wave
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CRIER = os.environ.get("CRIER_BIN") or os.path.join(ROOT, ".build", "debug", "crier")
+CRIER = os.path.abspath(os.environ.get("CRIER_BIN") or os.path.join(ROOT, ".build", "debug", "crier"))
 
 
 @pytest.fixture

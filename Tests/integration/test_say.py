@@ -71,3 +71,13 @@ def test_bad_espeak_data_path_is_an_error_not_an_exit(box):
     assert r.returncode == 1
     assert "espeak-ng could not start (data directory '/nonexistent/espeak-data'" in r.stderr
     assert "speech.data_path in crier.conf" in r.stderr
+
+
+def test_demo_speaks_orders_from_its_own_order_server(box):
+    r = subprocess.run([CRIER, "demo", "--seconds", "9", "--every", "2-3"], env=box.env, cwd=str(box.tmp),
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "playing on audio device 'default'" in r.stderr
+    assert "ack id=D-1 status=spoken device=demo" in r.stdout
+    rate, _, x = read_wav(box.capture)
+    assert first_loud(x) is not None
