@@ -234,8 +234,7 @@ public actor Daemon {
             return
         }
         let synthMs = (Self.now() - t0) * 1000
-        let token = newClipToken()
-        let id = engine.play(clip, gain: 1) { outcome in Task { await self.clipDone(token: token, outcome) } }
+        let id = startClip(clip, gain: 1)
         alertLog.info("saying", ["ids": alert.orderIDs.joined(separator: ","), "seconds": String(format: "%.1f", Double(clip.samples.count) / Double(engine.config.format.rate)),
                                  "synth_ms": String(format: "%.1f", synthMs)])
         current = (alert, id)
@@ -265,6 +264,16 @@ public actor Daemon {
     var expectedClip: UInt64?
     var clipTokens: UInt64 = 0
 
+    /// Prompts and clicks relative to the master gain (which carries the alert volume): 0 while muted.
+    var promptGain: Double { gains.alerts > 0 ? gains.prompts / gains.alerts : 0 }
+
+    /// Plays `clip` as the one the speaker loop waits for (`waitClip`); returns the engine's id.
+    @discardableResult
+    func startClip(_ clip: Clip, gain: Double) -> UInt64 {
+        let token = newClipToken()
+        return engine.play(clip, gain: gain) { outcome in Task { await self.clipDone(token: token, outcome) } }
+    }
+
     func newClipToken() -> UInt64 {
         clipTokens += 1
         expectedClip = clipTokens
@@ -293,8 +302,7 @@ public actor Daemon {
 
     func sayUtterance(_ u: Utterance) async {
         guard let clip = try? await pipeline.clip(u, rate: engine.config.format.rate) else { return }
-        let token = newClipToken()
-        _ = engine.play(clip, gain: 1) { outcome in Task { await self.clipDone(token: token, outcome) } }
+        startClip(clip, gain: 1)
         _ = await waitClip()
         log.info("said on request", ["text": u.text])
     }
@@ -302,10 +310,8 @@ public actor Daemon {
     func sayPrompt(_ name: Templates.Name) async {
         let u = pipeline.words(.prompt(name), lang: config.speech.lang)
         guard let clip = try? await pipeline.clip(u, rate: engine.config.format.rate) else { return }
-        let gain = gains.alerts > 0 ? gains.prompts / gains.alerts : 0
-        guard gain > 0 else { return }  // muted: prompts are silent
-        let token = newClipToken()
-        currentPrompt = engine.play(clip, gain: gain) { outcome in Task { await self.clipDone(token: token, outcome) } }
+        guard promptGain > 0 else { return }  // muted: prompts are silent
+        currentPrompt = startClip(clip, gain: promptGain)
         let outcome = await waitClip()
         currentPrompt = nil
         log.info(outcome == .played ? "said" : "prompt cut short", ["prompt": name.rawValue, "text": u.text])
@@ -366,8 +372,7 @@ public actor Daemon {
     func perform(_ effect: ControlEffect) {
         switch effect {
         case .click:
-            let gain = gains.alerts > 0 ? gains.prompts / gains.alerts : 0
-            if gain > 0 { engine.play(Tone.beep(format: engine.config.format, hz: 1200, ms: 35, level: 0.3), gain: gain) }
+            if promptGain > 0 { engine.play(Tone.beep(format: engine.config.format, hz: 1200, ms: 35, level: 0.3), gain: promptGain) }
         case .say(let name):
             buttonPrompts.append(name)
         case .setGain(let g):
