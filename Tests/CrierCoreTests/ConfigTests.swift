@@ -50,6 +50,9 @@ import Testing
         ("server = tcp://h:0", "expected a port"), ("status.on_start = maybe", "expected on or off"),
         ("template.zh.payment = 收{number}", "unknown placeholder {number}"),
         ("speech.zh.voice = ", "expected a voice name"), ("link.heartbeat = nan", "expected a number"),
+        ("server = tcp://::1]:7701", "in brackets"), ("server = tcp://[::1]]:7701", "expected :PORT after ]"),
+        ("server = tcp://[]:7701", "IPv6 address inside"), ("server = tcp://shop pc:7700", "expected a host name"),
+        ("server = tcp://订单:7700", "expected a host name"),
     ])
     func rejects(_ line: String, _ fragment: String) {
         let r = parser.parse(line, file: "c.conf")

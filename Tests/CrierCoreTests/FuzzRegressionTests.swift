@@ -28,6 +28,15 @@ struct FuzzRegressionTests {
         #expect(ok, "\(diff)")
     }
 
+    @Test("config: an IPv6 server without brackets is refused, not half-read (CI fuzz find, 2026-11-30)")
+    func configUnbracketedIPv6() {
+        let input = Base64.decode("YXVvbnNlbmRpby5yYXRlID0gZmFzdApub25zZW5zZQphdWRpby5ydGUgPSAxCnNlcnZlciA9IGh0dHA6Ly94CnNlcnZlciA9IHRjcDovLzo6MV06NzcwMQpzcGVlY2gubWF4X2NoYXJzID0gOTk5OTkK")!
+        let (ok, diff) = Self.configRoundTrips(input)
+        #expect(ok, "\(diff)")
+        let r = ConfigParser().parse(String(decoding: input, as: UTF8.self), file: "c.conf")
+        #expect(r.errors.contains { $0.line == 5 && $0.message.contains("in brackets") }, "\(r.errors)")
+    }
+
     @Test("config: long unknown keys do not make the did-you-mean search quadratic (12 s under ASan before the fix)")
     func configLongUnknownKeys() {
         let text = String(repeating: String(repeating: "a", count: 2000) + " = 1\n", count: 4) + "audio.rte = 1\n"

@@ -27,21 +27,47 @@ public struct ServerAddress: Sendable, Equatable, CustomStringConvertible {
         }
         var rest = s[sep.upperBound...]
         if rest.hasSuffix("/") { rest = rest.dropLast() }
-        var host = String(rest)
+        var host: String
         var port = Self.defaultPort
         if rest.hasPrefix("[") {  // [v6]:port
             guard let close = rest.firstIndex(of: "]") else { throw ConfigValueError("unclosed [ in \"\(s)\"") }
             host = String(rest[rest.index(after: rest.startIndex)..<close])
             let after = rest[rest.index(after: close)...]
-            if after.hasPrefix(":") { port = try Self.port(after.dropFirst(), s) }
-        } else if let colon = rest.lastIndex(of: ":") {
-            host = String(rest[..<colon])
-            port = try Self.port(rest[rest.index(after: colon)...], s)
-        }
-        guard !host.isEmpty, !host.contains(where: { $0 == " " || $0 == "/" }) else {
-            throw ConfigValueError("expected a host name or address in \"\(s)\"")
+            if after.hasPrefix(":") {
+                port = try Self.port(after.dropFirst(), s)
+            } else if !after.isEmpty {
+                throw ConfigValueError("expected :PORT after ] in \"\(s)\"")
+            }
+            guard !host.isEmpty, host.utf8.allSatisfy({ Self.isV6Byte($0) }) else {
+                throw ConfigValueError("expected an IPv6 address inside [ ] in \"\(s)\"")
+            }
+        } else {
+            host = String(rest)
+            if let colon = rest.firstIndex(of: ":") {
+                host = String(rest[..<colon])
+                let p = rest[rest.index(after: colon)...]
+                // Two colons: an IPv6 address without brackets, where the port cannot be told apart.
+                if p.contains(":") {
+                    throw ConfigValueError("write an IPv6 address in brackets, tcp://[::1]:7700, got \"\(s)\"")
+                }
+                port = try Self.port(p, s)
+            }
+            guard !host.isEmpty, host.utf8.allSatisfy({ Self.isHostByte($0) }) else {
+                throw ConfigValueError("expected a host name or address (letters, digits, . - _) in \"\(s)\"")
+            }
         }
         self.init(scheme: scheme, host: host, port: port)
+    }
+
+    /// DNS names and IPv4 addresses. Anything else (spaces, #, quotes, non-ASCII) could not be
+    /// resolved anyway and would not survive `crier check-config` output read back.
+    private static func isHostByte(_ b: UInt8) -> Bool {
+        (b >= 0x30 && b <= 0x39) || (b | 0x20 >= 0x61 && b | 0x20 <= 0x7a) || b == 0x2e || b == 0x2d || b == 0x5f
+    }
+
+    /// Hex digits, colons, dots (embedded IPv4) and % with an interface name for link-local.
+    private static func isV6Byte(_ b: UInt8) -> Bool {
+        isHostByte(b) || b == 0x3a || b == 0x25
     }
 
     private static func port(_ p: Substring, _ whole: String) throws(ConfigValueError) -> Int {
@@ -240,7 +266,7 @@ extension CrierConfig {
                       c.deviceID = v
                   }, render: { $0.deviceID }),
         ConfigKey("server", section: "general", default: "",
-                  doc: "Order server, tcp://HOST:PORT or tls://HOST:PORT (port 7700 if left out). Empty: no server, the box only speaks local prompts.",
+                  doc: "Order server, tcp://HOST:PORT or tls://HOST:PORT (port 7700 if left out; an IPv6 address in brackets, tcp://[fd00::5]:7700). Empty: no server, the box only speaks local prompts.",
                   apply: { c, v throws(ConfigValueError) in
                       c.link.server = v.isEmpty ? nil : try ServerAddress(parsing: v)
                   }, render: { $0.link.server?.description ?? "" }),
