@@ -1,6 +1,7 @@
 import CALSA
 import CrierCore
-import Foundation
+import CrierPosix
+import Dispatch
 import Glibc
 import Synchronization
 
@@ -59,7 +60,7 @@ public struct AudioStats: Sendable, Equatable {
 public final class AudioEngine: Sendable {
     public let config: AudioEngineConfig
     let log: Logger
-    let wake = WakeSignal()
+    let wake = WakePipe()
 
     private struct Inbox {
         var adds: [(UInt64, Clip, Double, Double, @Sendable (ClipOutcome) -> Void)] = []
@@ -88,14 +89,17 @@ public final class AudioEngine: Sendable {
     public func start() {
         guard !started.exchange(true, ordering: .relaxed) else { return }
         progressNs.store(Int64(Monotonic.now() * 1e9), ordering: .relaxed)
-        let t = Thread { [self] in
-            var loop = Loop(engine: self)
-            loop.run()
-            threadExited.signal()
+        if let e = wake.failure { log.error("no wake-up pipe (\(e)); clips start up to one period late") }
+        do {
+            try PosixThread.detach(name: "crier-audio") { [self] in
+                var loop = Loop(engine: self)
+                loop.run()
+                threadExited.signal()
+            }
+        } catch {
+            // The supervisor sees no progress and restarts the component.
+            log.error("cannot start the audio thread: \(error)")
         }
-        t.name = "crier-audio"
-        t.qualityOfService = .userInteractive
-        t.start()
     }
 
     /// Fades out whatever plays, writes a little silence, closes the device. Blocks until done.
@@ -224,7 +228,7 @@ public final class AudioEngine: Sendable {
                             ("channels", "\(device.format.channels)"), ("period", "\(device.periodFrames)"),
                             ("buffer", "\(device.bufferFrames)"),
                         ]
-                        if let since = failingSince { fields.append(("after", String(format: "%.1fs", Monotonic.now() - since))) }
+                        if let since = failingSince { fields.append(("after", Format.fixed(Monotonic.now() - since, 1) + "s")) }
                         lg.hub.emit(.info, lg.component, "opened", fields)
                         lastFailure = nil
                         failingSince = nil

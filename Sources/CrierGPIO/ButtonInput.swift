@@ -1,11 +1,12 @@
 import CrierCore
+import CrierPosix
 
 /// One electrical level seen on a button's line.
 public struct ButtonEvent: Sendable, Equatable {
     public var action: ButtonAction
     /// Electrical level: true = high.
     public var level: Bool
-    /// Monotonic seconds (`ButtonClock`).
+    /// Monotonic seconds (`Monotonic`).
     public var at: Double
     /// The first reading after the line was (re)opened, not an edge.
     public var initial: Bool

@@ -1,6 +1,6 @@
 import CrierCore
+import CrierPosix
 import Dispatch
-import Foundation
 import Synchronization
 
 /// The button thread: waits on an input (libgpiod, FIFO or keyboard), feeds every level to
@@ -18,13 +18,13 @@ public final class ButtonReader: Sendable {
     let makeInput: InputFactory
     let onGesture: @Sendable (Gesture) -> Void
     let clock: @Sendable () -> Double
-    let waker = Waker()
+    let waker = WakePipe()
     let stopping = Atomic<Bool>(false)
     let started = Atomic<Bool>(false)
     let done = DispatchSemaphore(value: 0)
 
     public init(config: ButtonsConfig, log: Logger, makeInput: InputFactory? = nil,
-                clock: @escaping @Sendable () -> Double = ButtonClock.now,
+                clock: @escaping @Sendable () -> Double = Monotonic.now,
                 onGesture: @escaping @Sendable (Gesture) -> Void) {
         self.config = config
         self.log = log
@@ -45,12 +45,16 @@ public final class ButtonReader: Sendable {
     /// Starts the thread (once).
     public func start() {
         guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        let t = Thread { [self] in
-            run()
+        if let e = waker.failure { log.error("buttons: no wake-up pipe (\(e)); stopping waits for the next event") }
+        do {
+            try PosixThread.detach(name: "crier-buttons") { [self] in
+                run()
+                done.signal()
+            }
+        } catch {
+            log.error("buttons: cannot start the button thread: \(error); buttons are off")
             done.signal()
         }
-        t.name = "crier-buttons"
-        t.start()
     }
 
     /// Stops the thread and waits for it to release its lines (promptly: the wait is woken).

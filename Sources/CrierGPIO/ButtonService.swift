@@ -1,4 +1,5 @@
 import CrierCore
+import CrierPosix
 import Dispatch
 import Synchronization
 
@@ -75,7 +76,7 @@ public actor ButtonService {
     var timer: Task<Void, Never>?
 
     public init(config: ButtonsConfig, log: Logger, hooks: Hooks, wall: @escaping @Sendable () -> WallTime,
-                makeInput: ButtonReader.InputFactory? = nil, clock: @escaping @Sendable () -> Double = ButtonClock.now) {
+                makeInput: ButtonReader.InputFactory? = nil, clock: @escaping @Sendable () -> Double = Monotonic.now) {
         self.config = config
         self.log = log
         self.hooks = hooks

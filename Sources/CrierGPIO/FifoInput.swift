@@ -1,4 +1,5 @@
 import CrierCore
+import CrierPosix
 import Glibc
 
 /// `input = fifo:/path`: a named pipe taking lines `<line-name> <0|1>`, the electrical level
@@ -23,7 +24,7 @@ public final class FifoInput: ButtonInput {
     var lastError: String?
 
     public init(path: String, config: ButtonsConfig, log: Logger, retryEvery: Double = 5,
-                clock: @escaping @Sendable () -> Double = ButtonClock.now) {
+                clock: @escaping @Sendable () -> Double = Monotonic.now) {
         self.path = path
         self.log = log
         self.clock = clock

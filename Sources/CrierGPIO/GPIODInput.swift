@@ -1,5 +1,6 @@
 import CGPIOD
 import CrierCore
+import CrierPosix
 import Glibc
 
 /// Why a button's line could not be used. Each is retried; `hint` says what to check.
@@ -80,7 +81,7 @@ public final class GPIODInput: ButtonInput {
     var pending: [ButtonEvent] = []
 
     public init(config: ButtonsConfig, log: Logger, retryEvery: Double = 5, consumer: String = "crier",
-                clock: @escaping @Sendable () -> Double = ButtonClock.now) {
+                clock: @escaping @Sendable () -> Double = Monotonic.now) {
         slots = config.fitted.map { Slot(action: $0.0, spec: $0.1, ref: $0.1.line!) }
         self.log = log
         self.retryEvery = retryEvery
@@ -265,7 +266,7 @@ public final class GPIODInput: ButtonInput {
         let out = evs[..<Int(n)].map { ev in
             // The v1 uAPI stamps events with CLOCK_MONOTONIC since Linux 5.7 (REALTIME before):
             // use the kernel's time when it is plausibly ours, else the time of reading.
-            let ts = ButtonClock.seconds(ev.ts)
+            let ts = Double(ev.ts.tv_sec) + Double(ev.ts.tv_nsec) / 1e9
             let at = abs(ts - now) < 1 ? min(ts, now) : now
             return ButtonEvent(slots[i].action, level: ev.event_type == Int32(GPIOD_LINE_EVENT_RISING_EDGE), at: at)
         }

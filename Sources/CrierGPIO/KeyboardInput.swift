@@ -1,4 +1,5 @@
 import CrierCore
+import CrierPosix
 import Glibc
 import Synchronization
 
@@ -37,7 +38,7 @@ public final class KeyboardInput: ButtonInput {
     var usable = false
 
     public init(config: ButtonsConfig, log: Logger, fd: Int32 = STDIN_FILENO,
-                clock: @escaping @Sendable () -> Double = ButtonClock.now) {
+                clock: @escaping @Sendable () -> Double = Monotonic.now) {
         self.fd = fd
         self.log = log
         self.config = config

@@ -1,4 +1,5 @@
 import CrierCore
+import CrierPosix
 import Glibc
 
 /// A failed state-file operation, with the file and the system's reason.

@@ -1,4 +1,5 @@
 import CrierCore
+import CrierPosix
 import Glibc
 import Synchronization
 
@@ -46,7 +47,7 @@ public final class OrderLink: Sendable {
         var connected = false
         var outbox: [Ack] = []
         var droppedAcks = 0
-        var thread: JoinableThread?
+        var thread: PosixThread?
     }
     private let shared = Mutex(Shared())
     private let wake = WakePipe()
@@ -57,7 +58,7 @@ public final class OrderLink: Sendable {
     /// inside a name lookup or connect).
     public var lastProgress: Double { Double(progressNs.load(ordering: .relaxed)) / 1e9 }
 
-    private func tick() { progressNs.store(Int64(monotonicNow() * 1e9), ordering: .relaxed) }
+    private func tick() { progressNs.store(Int64(Monotonic.now() * 1e9), ordering: .relaxed) }
 
     public convenience init(config: LinkConfig, deviceID: String, log: Logger, onEvent: @escaping @Sendable (LinkEvent) -> Void) {
         self.init(config: config, deviceID: deviceID, log: log, options: Options(), onEvent: onEvent)
@@ -90,8 +91,13 @@ public final class OrderLink: Sendable {
         if config.key != nil {
             log.info("signed orders required (server.key is set): unsigned or forged orders are rejected", ["server": server.description])
         }
-        let t = JoinableThread(name: "crier-link") { [self] in run(server) }
-        shared.withLock { $0.thread = t }
+        do {
+            let t = try PosixThread(name: "crier-link") { [self] in run(server) }
+            shared.withLock { $0.thread = t }
+        } catch {
+            // No progress marks follow: the supervisor replaces the link.
+            log.error("cannot start the link thread: \(error)")
+        }
     }
 
     /// Stops promptly (closing the connection) and joins the thread. Idempotent.
@@ -103,7 +109,7 @@ public final class OrderLink: Sendable {
     }
 
     public func stop() {
-        let t = shared.withLock { s -> JoinableThread? in
+        let t = shared.withLock { s -> PosixThread? in
             s.stopping = true
             defer { s.thread = nil }
             return s.thread
@@ -136,7 +142,7 @@ public final class OrderLink: Sendable {
         var backoff = options.backoff
         var rng = SystemRandomNumberGenerator()
         var lastProblem: String?
-        var downSince = monotonicNow()
+        var downSince = Monotonic.now()
         let url = server.description
         // One for the link's life: replay memory must outlive a reconnect.
         var verifier = config.key.map { SignatureVerifier(key: $0, mac: Crypto.hmacSHA256) }
@@ -145,7 +151,7 @@ public final class OrderLink: Sendable {
             tick()
             let end = session(server, backoff: &backoff, downSince: downSince, verifier: &verifier)
             if stopping { break }
-            let now = monotonicNow()
+            let now = Monotonic.now()
             switch end {
             case .tlsFailed(let why):
                 let delay = backoff.nextDelay(using: &rng)
@@ -193,11 +199,11 @@ public final class OrderLink: Sendable {
 
     /// Waits `seconds` unless stopped; acks sent meanwhile just stay queued.
     private func sleep(_ seconds: Double) {
-        let deadline = monotonicNow() + seconds
+        let deadline = Monotonic.now() + seconds
         var fds = [pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0)]
         while !stopping {
             tick()
-            let left = deadline - monotonicNow()
+            let left = deadline - Monotonic.now()
             if left <= 0 { return }
             _ = poll(&fds, 1, Int32(min(left, 5) * 1000) + 1)
             wake.drain()
@@ -238,7 +244,7 @@ public final class OrderLink: Sendable {
                 return .tlsFailed(e.message)
             }
             switch TLSTransport.connect(fd: fd, host: server.host, context: ctx, pins: config.pins,
-                                        deadline: monotonicNow() + options.connectTimeout, wake: wake, stopping: { stopping }) {
+                                        deadline: Monotonic.now() + options.connectTimeout, wake: wake, stopping: { stopping }) {
             case .success(let t): transport = t
             case .failure(let e): return e.verification ? .tlsFailed(e.message) : .failedToConnect(e.message)
             }
@@ -247,9 +253,9 @@ public final class OrderLink: Sendable {
         }
         defer { transport.close() }
 
-        var conn = Connection(fd: fd, heartbeat: LinkHeartbeat(interval: config.heartbeat, now: monotonicNow()))
+        var conn = Connection(fd: fd, heartbeat: LinkHeartbeat(interval: config.heartbeat, now: Monotonic.now()))
         conn.queue(.hello(Hello(device: deviceID, token: config.token)))
-        let handshakeDeadline = monotonicNow() + (options.handshakeTimeout ?? min(10, max(1, 2 * config.heartbeat)))
+        let handshakeDeadline = Monotonic.now() + (options.handshakeTimeout ?? min(10, max(1, 2 * config.heartbeat)))
         var welcomed = false
         var unknownTypes = Set<String>()
         var oddMessages = 0  // out-of-place messages logged, at most 10 per connection
@@ -266,13 +272,13 @@ public final class OrderLink: Sendable {
             if let err = transport.flush(&conn.out) {
                 return welcomed ? .lost("write failed: \(err)") : .failedToConnect("write failed: \(err)")
             }
-            if conn.out.count < conn.lastOutCount { conn.heartbeat.sent(now: monotonicNow()) }
+            if conn.out.count < conn.lastOutCount { conn.heartbeat.sent(now: Monotonic.now()) }
             conn.lastOutCount = conn.out.count
             if conn.out.count > options.maxOutput {
                 return .lost("server is not reading (\(conn.out.count) bytes unsent)")
             }
 
-            let now = monotonicNow()
+            let now = Monotonic.now()
             let deadline: Double
             if welcomed {
                 switch conn.heartbeat.action(now: now) {
@@ -307,7 +313,7 @@ public final class OrderLink: Sendable {
             case .eof: return welcomed ? .lost("server closed the connection") : .failedToConnect("server closed the connection before welcome")
             case .failed(let e): return welcomed ? .lost("read failed: \(e)") : .failedToConnect("read failed: \(e)")
             case .data(let count):
-                conn.heartbeat.received(now: monotonicNow())
+                conn.heartbeat.received(now: Monotonic.now())
                 for item in conn.framer.push(conn.readBuf[0..<count]) {
                     let line: [UInt8]
                     switch item {
@@ -338,7 +344,7 @@ public final class OrderLink: Sendable {
                     switch message {
                     case .welcome where !welcomed:
                         welcomed = true
-                        let t = monotonicNow()
+                        let t = Monotonic.now()
                         backoff.connected(now: t)
                         shared.withLock { $0.connected = true }
                         log.info("connected", ["server": server.description, "after": "\(fmt1(t - downSince))s"])
@@ -409,7 +415,7 @@ public final class OrderLink: Sendable {
         var out: [UInt8] = []
         var lastOutCount = 0
         var readBuf = [UInt8](repeating: 0, count: 65536)
-        let startedAt = monotonicNow()
+        let startedAt = Monotonic.now()
 
         init(fd: Int32, heartbeat: LinkHeartbeat) {
             self.fd = fd

@@ -1,4 +1,5 @@
 import CrierCore
+import CrierPosix
 import Glibc
 import Synchronization
 
@@ -88,7 +89,7 @@ public final class OrderServer: Sendable {
         var inbox: [Order] = []
         var stdinLines: [String] = []
         var port = 0
-        var thread: JoinableThread?
+        var thread: PosixThread?
         var summary = Summary()
         var finished = false
     }
@@ -156,14 +157,20 @@ public final class OrderServer: Sendable {
         let listenFD = fd
         let initial = loadState()
         let tlsContext = tls
-        let t = JoinableThread(name: "crier-ordersim") { [self] in loop(listenFD, initial, tlsContext) }
+        let t: PosixThread
+        do {
+            t = try PosixThread(name: "crier-ordersim") { [self] in loop(listenFD, initial, tlsContext) }
+        } catch {
+            close(listenFD)
+            throw OrderServerError(message: "cannot start the server thread: \(error)")
+        }
         shared.withLock { $0.thread = t }
         return port
     }
 
     /// Blocks until `stop`, or with `count` until every order was acked or the drain timed out.
     public func wait() -> Summary {
-        let t = shared.withLock { s -> JoinableThread? in defer { s.thread = nil }; return s.thread }
+        let t = shared.withLock { s -> PosixThread? in defer { s.thread = nil }; return s.thread }
         t?.join()
         return shared.withLock { $0.summary }
     }
@@ -233,8 +240,8 @@ public final class OrderServer: Sendable {
         var device: String?
         var framer = LineFramer()
         var out: [UInt8] = []
-        var lastReceived = monotonicNow()
-        var lastSent = monotonicNow()
+        var lastReceived = Monotonic.now()
+        var lastSent = Monotonic.now()
         var closeAfterFlush = false
         var closeReason: String?
         init(transport: LinkTransport, addr: String, signer: OrderSigner?) {
@@ -301,7 +308,7 @@ public final class OrderServer: Sendable {
         var rng = SplitMix64(seed: config.seed ?? UInt64.random(in: 0 ... .max))
         var made = 0
         var summary = Summary()
-        let start = monotonicNow()
+        let start = Monotonic.now()
         var nextRandom: Double? = nil
         var lastMadeAt = start
         var stdinOpen = config.readStdin
@@ -329,7 +336,7 @@ public final class OrderServer: Sendable {
 
         func publish(_ o: Order) {
             made += 1
-            lastMadeAt = monotonicNow()
+            lastMadeAt = Monotonic.now()
             emit("order", describe(o))
             if books.isEmpty {
                 backlog.append(o)
@@ -431,7 +438,7 @@ public final class OrderServer: Sendable {
             }
             if stopping { break }
             for o in inbox { publish(o) }
-            let now = monotonicNow()
+            let now = Monotonic.now()
             let anyDevice = clients.contains { $0.device != nil }
 
             // Random orders, only while some device listens.
@@ -533,7 +540,7 @@ public final class OrderServer: Sendable {
                     if c.device == nil { emit("device rejected", [("addr", c.addr), ("reason", e)]) }
                     drop(c, "read failed: \(e)")
                 case .data(let n):
-                    c.lastReceived = monotonicNow()
+                    c.lastReceived = Monotonic.now()
                     for item in c.framer.push(readBuf[0..<n]) {
                         switch item {
                         case .line(let l): handle(c, l)

@@ -1,21 +1,12 @@
 import CrierCore
+import CrierPosix
 import Glibc
 
-/// Seconds on the monotonic clock (never jumps with NTP).
-func monotonicNow() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-}
-
 /// Unix milliseconds, for ids that must differ across restarts.
-func wallMillis() -> Int64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_REALTIME, &ts)
-    return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
-}
+func wallMillis() -> Int64 { WallClock.now().unixMillis }
 
-/// `connection refused` (strerror, first letter lowered so it reads inside a sentence).
+/// `connection refused` (strerror, first letter lowered so it reads inside a sentence; it
+/// shadows CrierPosix's plain strerror text in this module, on purpose).
 func errnoText(_ e: Int32) -> String {
     guard let p = strerror(e) else { return "error \(e)" }
     var s = String(cString: p)
@@ -121,9 +112,9 @@ enum Sock {
         }
         if rc != 0 {
             var fds = [pollfd(fd: fd, events: Int16(POLLOUT), revents: 0), pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
-            let deadline = monotonicNow() + timeout
+            let deadline = Monotonic.now() + timeout
             while true {
-                let left = deadline - monotonicNow()
+                let left = deadline - Monotonic.now()
                 if left <= 0 {
                     close(fd)
                     return .failure(SocketError("no answer within \(ConfigValue.fmt(timeout)) s (connect timed out)"))
@@ -220,33 +211,3 @@ final class WakePipe: Sendable {
     }
 }
 
-/// A pthread that can be joined (Foundation's Thread cannot). (pthread_setname_np is a GNU
-/// extension that Glibc's module does not export, so threads are not named.)
-final class JoinableThread: Sendable {
-    private final class Box {
-        let body: @Sendable () -> Void
-        let name: String
-        init(_ name: String, _ body: @escaping @Sendable () -> Void) {
-            self.name = name
-            self.body = body
-        }
-    }
-
-    private let tid: pthread_t
-
-    init(name: String, _ body: @escaping @Sendable () -> Void) {
-        let box = Unmanaged.passRetained(Box(name, body)).toOpaque()
-        var t = pthread_t()
-        let rc = pthread_create(&t, nil, { arg in
-            let box = Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue()
-            box.body()
-            return nil
-        }, box)
-        if rc != 0 { fatalError("cannot start thread \(name): \(errnoText(rc))") }
-        tid = t
-    }
-
-    func join() {
-        pthread_join(tid, nil)
-    }
-}

@@ -1,5 +1,6 @@
 import COpenSSL
 import CrierCore
+import CrierPosix
 import Glibc
 
 /// The byte stream under protocol lines: a plain TCP socket, or TLS (OpenSSL) over one. Both
@@ -185,7 +186,7 @@ final class TLSTransport: LinkTransport {
             case .failed(let e):
                 return .failure(t.describeHandshakeFailure(e, host: host))
             case .want(let events):
-                let left = deadline - monotonicNow()
+                let left = deadline - Monotonic.now()
                 if left <= 0 {
                     return .failure(TLSFailure(verification: false, message: "TLS handshake with \(host) did not finish in time (is the server speaking TLS on this port?)"))
                 }

@@ -1,9 +1,9 @@
 import CrierAudio
 import CrierCore
-import CrierSystem
+import CrierPosix
 import CrierSpeech
 import CrierSystem
-import Foundation
+import Glibc
 
 /// Exit codes: 0 ok, 1 runtime failure, 2 usage error (the usual convention).
 public enum ExitCode {
@@ -41,17 +41,17 @@ public enum CheckConfigCommand {
         do {
             let loaded = try ConfigLoader.load(path: p, required: true)
             for d in loaded.diagnostics {
-                FileHandle.standardError.write(Data("\(d.severity == .error ? "error" : "warning"): \(d)\n".utf8))
+                FileIO.stderr("\(d.severity == .error ? "error" : "warning"): \(d)\n")
             }
             print("# effective configuration from \(p)")
             print(loaded.config.rendered(), terminator: "")
             if !loaded.errors.isEmpty {
-                FileHandle.standardError.write(Data("\(p): \(loaded.errors.count) error(s); the box would use the defaults shown for those keys\n".utf8))
+                FileIO.stderr("\(p): \(loaded.errors.count) error(s); the box would use the defaults shown for those keys\n")
                 return ExitCode.failure
             }
             return ExitCode.ok
         } catch {
-            FileHandle.standardError.write(Data("crier check-config: \(error)\n".utf8))
+            FileIO.stderr("crier check-config: \(error)\n")
             return ExitCode.failure
         }
     }
@@ -73,7 +73,7 @@ public enum SayCommand {
         switch CommandContext.make(configPath: o.configPath) {
         case .success(let c): ctx = c
         case .failure(let e):
-            FileHandle.standardError.write(Data("crier say: \(e)\n".utf8))
+            FileIO.stderr("crier say: \(e)\n")
             return ExitCode.failure
         }
         let config = ctx.loaded.config
@@ -108,8 +108,8 @@ public enum SayCommand {
             do {
                 let clip = try await pipeline.clip(u, rate: format.rate)
                 let samples = OfflineRender.render([clip], format: format, audio: config.audio)
-                try Data(WAV.encode(rate: format.rate, channels: format.channels, samples: samples)).write(to: URL(fileURLWithPath: output))
-                log.info("wrote", ["file": output, "seconds": String(format: "%.2f", Double(samples.count / format.channels) / Double(format.rate))])
+                try FileIO.write(output, WAV.encode(rate: format.rate, channels: format.channels, samples: samples))
+                log.info("wrote", ["file": output, "seconds": Format.fixed(Double(samples.count / format.channels) / Double(format.rate), 2)])
                 return ExitCode.ok
             } catch {
                 log.error("\(error)")
@@ -152,7 +152,7 @@ public enum StatusCommand {
         var path = ControlServer.defaultPath
         if let p = configPath {
             guard let loaded = try? ConfigLoader.load(path: p, required: true) else {
-                FileHandle.standardError.write(Data("crier status: cannot read \(p)\n".utf8))
+                FileIO.stderr("crier status: cannot read \(p)\n")
                 return ExitCode.failure
             }
             path = loaded.config.log.controlSocket
@@ -161,7 +161,7 @@ public enum StatusCommand {
             print(try ControlClient.status(json: json, path: path), terminator: "")
             return ExitCode.ok
         } catch {
-            FileHandle.standardError.write(Data("crier status: \(error)\n".utf8))
+            FileIO.stderr("crier status: \(error)\n")
             return ExitCode.failure
         }
     }

@@ -1,5 +1,6 @@
 import CrierCore
-import Foundation
+import CrierPosix
+import Glibc
 
 /// Reads crier.conf from disk. A missing or unreadable file is not fatal: the box must come up
 /// and speak with defaults, saying clearly in the log why.
@@ -25,15 +26,18 @@ public enum ConfigLoader {
 
     /// `required`: the user named the file; then a missing file is an error, not a default.
     public static func load(path: String, required: Bool) throws(LoadError) -> Loaded {
-        let name = (path as NSString).lastPathComponent
-        guard FileManager.default.fileExists(atPath: path) else {
+        let name = path.split(separator: "/").last.map(String.init) ?? path
+        guard FileIO.exists(path) else {
             if required { throw .unreadable(path: path, reason: "no such file") }
             return Loaded(config: CrierConfig(), path: path, fileFound: false, diagnostics: [])
         }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw .unreadable(path: path, reason: "permission denied or not a file")
+        let data: [UInt8]
+        do {
+            data = try FileIO.read(path, limit: 1 << 20)
+        } catch {
+            throw .unreadable(path: path, reason: error.code == EFBIG ? "larger than 1 MiB, not a crier.conf" : errnoText(error.code))
         }
-        guard let text = String(data: data, encoding: .utf8) else { throw .notUTF8(path: path) }
+        guard let text = String(validating: data, as: UTF8.self) else { throw .notUTF8(path: path) }
         let r = ConfigParser().parse(text, file: name)
         return Loaded(config: r.config, path: path, fileFound: true, diagnostics: r.diagnostics)
     }

@@ -2,8 +2,9 @@ import CrierAudio
 import CrierCore
 import CrierGPIO
 import CrierLink
+import CrierPosix
 import CrierSpeech
-import Foundation
+import Glibc
 import Synchronization
 
 /// `crier run`: the audio engine, speech, the order link, the alert queue, buttons and status
@@ -184,7 +185,7 @@ public actor Daemon {
             if stopping { break }
             if let p = linkPrompts.due(now: now) {
                 if !statusPrompts.contains(p) { statusPrompts.append(p) }
-                log.warning("order server unreachable", ["for": String(format: "%.0fs", now - (linkPrompts.downSince ?? now))])
+                log.warning("order server unreachable", ["for": Format.fixed(now - (linkPrompts.downSince ?? now), 0) + "s"])
             }
             for ack in queue.expire(now: now) { send(ack, note: "expired before it could be said") }
             let held = gains.holdAlerts
@@ -235,8 +236,8 @@ public actor Daemon {
         }
         let synthMs = (Self.now() - t0) * 1000
         let id = startClip(clip, gain: 1)
-        alertLog.info("saying", ["ids": alert.orderIDs.joined(separator: ","), "seconds": String(format: "%.1f", Double(clip.samples.count) / Double(engine.config.format.rate)),
-                                 "synth_ms": String(format: "%.1f", synthMs)])
+        alertLog.info("saying", ["ids": alert.orderIDs.joined(separator: ","), "seconds": Format.fixed(Double(clip.samples.count) / Double(engine.config.format.rate), 1),
+                                 "synth_ms": Format.fixed(synthMs, 1)])
         current = (alert, id)
         let outcome = await waitClip()
         current = nil

@@ -2,8 +2,9 @@ import CrierAudio
 import CrierCore
 import CrierSystem
 import CrierLink
+import CrierPosix
 import Dispatch
-import Foundation
+import Glibc
 
 public enum RunCommand {
     /// The daemon. Returns 0 after SIGTERM/SIGINT, 1 when the supervisor gives up (restart
@@ -212,7 +213,7 @@ public enum OrderSimCommand {
             let summary = try server.run()
             return summary.timedOut || summary.unacked > 0 ? ExitCode.failure : ExitCode.ok
         } catch {
-            FileHandle.standardError.write(Data("crier order-sim: \(error)\n".utf8))
+            FileIO.stderr("crier order-sim: \(error)\n")
             return ExitCode.failure
         }
     }
@@ -233,7 +234,7 @@ public enum DemoCommand {
         switch CommandContext.make(configPath: o.configPath) {
         case .success(let c): ctx = c
         case .failure(let e):
-            FileHandle.standardError.write(Data("crier demo: \(e)\n".utf8))
+            FileIO.stderr("crier demo: \(e)\n")
             return ExitCode.failure
         }
         let log = ctx.hub.logger("demo")
@@ -263,15 +264,15 @@ public enum DemoCommand {
             if isatty(0) != 0 {
                 config.buttons.input = .keyboard
             } else {
-                let fifo = NSTemporaryDirectory() + "crier-demo-buttons"
+                let fifo = FileIO.temporaryDirectory() + "crier-demo-buttons"
                 config.buttons.input = .fifo(fifo)
                 log.notice("buttons: write lines like `GPIO27 0` / `GPIO27 1` to \(fifo) (stdin is not a terminal)")
             }
-            config.buttons.statePath = NSTemporaryDirectory() + "crier-demo-state"
+            config.buttons.statePath = FileIO.temporaryDirectory() + "crier-demo-state"
         }
         let format = AudioFormat(rate: config.audio.rate, channels: config.audio.channels)
         if let why = AudioEngine.probe(device: config.audio.device, format: format) {
-            let path = FileManager.default.currentDirectoryPath + "/" + o.wav
+            let path = FileIO.currentDirectory() + "/" + o.wav
             log.notice("\(why.description); writing the stream to \(path) instead (play it with `aplay \(o.wav)`)")
             config.audio.device = "file:'\(path)',wav"
         } else {

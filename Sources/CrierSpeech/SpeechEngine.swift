@@ -1,6 +1,8 @@
 import CEspeakNG
 import CrierCore
-import Foundation
+import CrierPosix
+import Dispatch
+import Glibc
 import Synchronization
 
 /// Why text could not be turned into sound.
@@ -11,6 +13,8 @@ public enum SpeechError: Error, Sendable, Equatable, CustomStringConvertible {
     case deadlineExceeded(seconds: Double, text: String)
     case synthFailed(code: Int32)
     case shutDown
+    /// The process could not start the speech thread (out of threads or memory).
+    case noThread(String)
 
     public var description: String {
         switch self {
@@ -20,6 +24,7 @@ public enum SpeechError: Error, Sendable, Equatable, CustomStringConvertible {
             "speech synthesis took longer than \(ConfigValue.fmt(s)) s and was cut off (text starts \"\(t.prefix(40))\")"
         case .synthFailed(let c): "espeak-ng failed with error \(c)"
         case .shutDown: "the speech engine has stopped"
+        case .noThread(let why): "cannot start the speech thread (\(why)); crier exits so systemd restarts it"
         }
     }
 }
@@ -101,18 +106,30 @@ final class EspeakThread: Sendable {
         return v == 0 ? nil : Double(v) / 1e9
     }
 
+    /// Set when the thread could not start: every job is answered with it at once.
+    private let startFailure = Mutex<SystemError?>(nil)
+
     private init() {
-        let t = Thread { [self] in
-            var worker = Worker(owner: self)
-            worker.run()
+        do {
+            try PosixThread.detach(name: "crier-speech") { [self] in
+                var worker = Worker(owner: self)
+                worker.run()
+            }
+        } catch {
+            startFailure.withLock { $0 = error }
         }
-        t.name = "crier-speech"
-        t.start()
     }
 
     var lastProgress: Double { Double(progressNs.load(ordering: .relaxed)) / 1e9 }
 
     func submit(_ job: Job) {
+        if let e = startFailure.withLock({ $0 }) {
+            switch job {
+            case .synth(_, _, _, let c): c.resume(returning: .failure(.noThread("\(e)")))
+            case .phonemes(_, _, _, let c): c.resume(returning: "")
+            }
+            return
+        }
         queue.withLock { $0.append(job) }
         signal.signal()
     }
@@ -243,10 +260,3 @@ final class EspeakThread: Sendable {
     }
 }
 
-enum Monotonic {
-    static func now() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
-}

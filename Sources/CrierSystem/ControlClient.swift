@@ -1,4 +1,5 @@
 import CrierCore
+import CrierPosix
 import Glibc
 
 /// The `crier status` / `crier say` side of the control socket.

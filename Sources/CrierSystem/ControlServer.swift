@@ -1,4 +1,5 @@
 import CrierCore
+import CrierPosix
 import Glibc
 import Synchronization
 
@@ -64,8 +65,8 @@ public final class ControlServer: Sendable {
     private let handlers: Handlers
     private let log: Logger
     private let listenFD: Int32
-    private let stopLatch: Latch
-    private let stopped: Latch
+    private let stopLatch: WakePipe
+    private let stopped: WakePipe
     private let active = Mutex(0)
     private let closed = Mutex(false)
 
@@ -115,11 +116,11 @@ public final class ControlServer: Sendable {
         }
         listenFD = fd
         do {
-            stopLatch = try Latch()
-            stopped = try Latch()
-            try SystemThread.start(name: "crier-control") { [self] in
+            stopLatch = WakePipe()
+            stopped = WakePipe()
+            try PosixThread.detach(name: "crier-control") { [self] in
                 self.acceptLoop()
-                self.stopped.signal()
+                self.stopped.wake()
             }
         } catch {
             Glibc.close(fd)
@@ -136,7 +137,7 @@ public final class ControlServer: Sendable {
             return !c
         }
         guard first else { return }
-        stopLatch.signal()
+        stopLatch.wake()
         _ = stopped.wait(timeout: 2)
         Glibc.close(listenFD)
         unlink(path)
@@ -162,7 +163,7 @@ public final class ControlServer: Sendable {
     private func acceptLoop() {
         while true {
             var fds = [pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: stopLatch.descriptor, events: Int16(POLLIN), revents: 0)]
+                       pollfd(fd: stopLatch.readFD, events: Int16(POLLIN), revents: 0)]
             let r = poll(&fds, 2, -1)
             if r < 0 {
                 if errno == EINTR { continue }
@@ -185,7 +186,7 @@ public final class ControlServer: Sendable {
                 continue
             }
             do {
-                try SystemThread.start(name: "crier-ctl-conn") { [self] in
+                try PosixThread.detach(name: "crier-ctl-conn") { [self] in
                     self.serve(c)
                     Glibc.close(c)
                     self.active.withLock { $0 -= 1 }
@@ -220,7 +221,8 @@ public final class ControlServer: Sendable {
     /// Runs the async handler from this (dedicated) thread and waits for it, bounded.
     private func runHandler(_ request: ControlRequest) -> String? {
         let result = Mutex<String?>(nil)
-        guard let done = try? Latch() else { return "error out of file descriptors\n" }
+        let done = WakePipe()
+        guard done.failure == nil else { return "error out of file descriptors\n" }
         let handlers = self.handlers
         let log = self.log
         let task = Task {
@@ -242,7 +244,7 @@ public final class ControlServer: Sendable {
                 answer = "error \(why)\n"
             }
             result.withLock { $0 = answer }
-            done.signal()
+            done.wake()
         }
         guard done.wait(timeout: handlerTimeout) else {
             task.cancel()

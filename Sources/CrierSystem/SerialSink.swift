@@ -1,4 +1,5 @@
 import CrierCore
+import CrierPosix
 import Glibc
 import Synchronization
 
@@ -68,24 +69,24 @@ public final class SerialSink: LogSink {
     public let path: String
     public let options: Options
     private let state = Mutex(State())
-    private let wake: Latch
-    private let done: Latch
+    private let wake: WakePipe
+    private let done: WakePipe
     private let clock: @Sendable () -> WallTime
     private let lineEnd: [UInt8] = [13, 10]
 
     /// Starts the writer thread; the port is opened there (and retried), so a missing port is
     /// not an error here.
     public init(path: String, options: Options = Options(),
-                clock: @escaping @Sendable () -> WallTime = SystemWallClock.now) throws(SystemError) {
+                clock: @escaping @Sendable () -> WallTime = WallClock.now) throws(SystemError) {
         self.path = path
         self.options = options
         self.clock = clock
-        wake = try Latch()
-        done = try Latch()
+        wake = WakePipe()
+        done = WakePipe()
         let speed = try SerialSink.speed(options.baud)
-        try SystemThread.start(name: "crier-serial") { [self] in
+        try PosixThread.detach(name: "crier-serial") { [self] in
             self.writerLoop(speed: speed)
-            self.done.signal()
+            self.done.wake()
         }
     }
 
@@ -113,7 +114,7 @@ public final class SerialSink: LogSink {
             s.queue.append(line)
             return true
         }
-        if accepted { wake.signal() }
+        if accepted { wake.wake() }
     }
 
     /// Writes what is queued for up to `flushTimeout` seconds, then stops the thread and
@@ -122,11 +123,11 @@ public final class SerialSink: LogSink {
         let first: Bool = state.withLock { s in
             guard !s.stopping else { return false }
             s.stopping = true
-            s.flushDeadline = Posix.monotonic() + flushTimeout
+            s.flushDeadline = Monotonic.now() + flushTimeout
             return true
         }
         guard first else { return }
-        wake.signal()
+        wake.wake()
         _ = done.wait(timeout: flushTimeout + 1)
     }
 
@@ -148,9 +149,9 @@ public final class SerialSink: LogSink {
 
         while true {
             let (stopping, deadline) = state.withLock { ($0.stopping, $0.flushDeadline) }
-            if stopping, let deadline, Posix.monotonic() >= deadline { return }
+            if stopping, let deadline, Monotonic.now() >= deadline { return }
 
-            if fd < 0, Posix.monotonic() >= nextOpen {
+            if fd < 0, Monotonic.now() >= nextOpen {
                 switch SerialSink.open(path, speed: speed) {
                 case .success(let f):
                     fd = f
@@ -159,7 +160,7 @@ public final class SerialSink: LogSink {
                         s.counters.lastError = nil
                     }
                 case .failure(let e):
-                    nextOpen = Posix.monotonic() + options.reopenInterval
+                    nextOpen = Monotonic.now() + options.reopenInterval
                     state.withLock { s in
                         s.counters.open = false
                         s.counters.lastError = e.description
@@ -203,7 +204,7 @@ public final class SerialSink: LogSink {
                     // EIO, ENODEV, ENXIO...: the port went away. Keep the line for the next one.
                     Glibc.close(fd)
                     fd = -1
-                    nextOpen = Posix.monotonic() + options.reopenInterval
+                    nextOpen = Monotonic.now() + options.reopenInterval
                     state.withLock { s in
                         s.counters.open = false
                         s.counters.portLost += 1
@@ -214,7 +215,7 @@ public final class SerialSink: LogSink {
             }
 
             // Sleep until: new lines (or stop), the port can take more, or it is time to reopen.
-            var fds = [pollfd(fd: wake.descriptor, events: Int16(POLLIN), revents: 0)]
+            var fds = [pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0)]
             if waitForPort { fds.append(pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)) }
             var until: Double? = deadline
             if fd < 0 { until = min(until ?? nextOpen, nextOpen) }
@@ -225,12 +226,12 @@ public final class SerialSink: LogSink {
                 // Nothing queued and no port: try the port again only when there is something to say.
                 until = deadline
             }
-            let r = poll(&fds, nfds_t(fds.count), Posix.pollTimeout(until: until))
+            let r = poll(&fds, nfds_t(fds.count), Monotonic.pollTimeout(until: until))
             if r > 0 && fds[0].revents != 0 { wake.drain() }
             if waitForPort, fds.count > 1, fds[1].revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0 {
                 Glibc.close(fd)
                 fd = -1
-                nextOpen = Posix.monotonic() + options.reopenInterval
+                nextOpen = Monotonic.now() + options.reopenInterval
                 state.withLock { s in
                     s.counters.open = false
                     s.counters.portLost += 1

@@ -1,3 +1,4 @@
+import CrierPosix
 import Glibc
 import Synchronization
 
@@ -52,7 +53,7 @@ public final class SignalWatcher: Sendable {
 
         let (stream, continuation) = AsyncStream.makeStream(of: Signal.self)
         let readFD = fds[0]
-        try SystemThread.start(name: "crier-signals") {
+        try PosixThread.detach(name: "crier-signals") {
             var b: UInt8 = 0
             while true {
                 let n = read(readFD, &b, 1)

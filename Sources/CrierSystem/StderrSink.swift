@@ -1,4 +1,5 @@
 import CrierCore
+import CrierPosix
 import Glibc
 import Synchronization
 
@@ -18,7 +19,7 @@ public final class StderrSink: LogSink {
     /// Decides the prefix the way systemd documents it: `$JOURNAL_STREAM` is `DEV:INODE` of
     /// the journal socket, and only counts if stderr is still that socket.
     public convenience init() {
-        self.init(syslogPrefix: StderrSink.stderrIsJournal(journalStream: Posix.env("JOURNAL_STREAM")))
+        self.init(syslogPrefix: StderrSink.stderrIsJournal(journalStream: FileIO.env("JOURNAL_STREAM")))
     }
 
     public static func stderrIsJournal(journalStream: String?, fd: Int32 = STDERR_FILENO) -> Bool {
@@ -32,6 +33,6 @@ public final class StderrSink: LogSink {
 
     public func write(_ record: LogRecord) {
         let line = Array((record.formatted(syslogPrefix: syslogPrefix) + "\n").utf8)
-        lock.withLock { _ in _ = Posix.writeAll(fd, line) }
+        lock.withLock { _ in _ = FileIO.writeAll(fd, line) }
     }
 }

@@ -1,4 +1,5 @@
 import CrierCore
+import CrierPosix
 import Glibc
 
 /// systemd's notification protocol, spoken directly (no libsystemd): each message is one
@@ -36,7 +37,7 @@ public final class SystemdNotifier: Sendable {
 
     /// From the environment: `$NOTIFY_SOCKET`.
     public convenience init() throws(SystemError) {
-        try self.init(notifySocket: Posix.env("NOTIFY_SOCKET"))
+        try self.init(notifySocket: FileIO.env("NOTIFY_SOCKET"))
     }
 
     deinit { if fd >= 0 { close(fd) } }
@@ -85,7 +86,7 @@ public final class SystemdNotifier: Sendable {
 extension WatchdogPetter {
     /// From `$WATCHDOG_USEC` and `$WATCHDOG_PID`; nil when systemd's watchdog is off.
     public static func fromEnvironment() -> WatchdogPetter? {
-        WatchdogPetter(watchdogUSec: Posix.env("WATCHDOG_USEC"), watchdogPID: Posix.env("WATCHDOG_PID"),
+        WatchdogPetter(watchdogUSec: FileIO.env("WATCHDOG_USEC"), watchdogPID: FileIO.env("WATCHDOG_PID"),
                        ownPID: Int(getpid()))
     }
 }

@@ -1,7 +1,8 @@
 import CrierCore
 import CrierLink
+import CrierPosix
 import CrierRuntime
-import Foundation
+import Glibc
 
 // The executable: argument parsing only; every command lives in CrierRuntime.
 
@@ -30,7 +31,7 @@ let sayUsage = """
     """
 
 func fail(_ message: String, _ help: String) -> Never {
-    FileHandle.standardError.write(Data("crier: \(message)\n\n\(help)\n".utf8))
+    FileIO.stderr("crier: \(message)\n\n\(help)\n")
     exit(ExitCode.usage)
 }
 

@@ -24,6 +24,10 @@ import Testing
         #expect(StatusFormat.fixed(0.05, 2) == "0.05")
         #expect(StatusFormat.fixed(-2.26, 1) == "-2.3")
         #expect(StatusFormat.fixed(42.4, 0) == "42")
+        #expect(Format.fixed(-0.04, 1) == "0.0")
+        #expect(Format.fixed(1e300, 2) == "1e+300")
+        #expect(Format.fixed(.infinity, 1) == "inf")
+        #expect(Format.fixed(.nan, 1) == "nan")
         var odd = snapshot
         odd.uptime = .nan
         #expect(StatusFormat.json(odd).contains("\"uptime_s\":null"))

@@ -1,4 +1,5 @@
 import CrierCore
+import CrierPosix
 import Glibc
 import Synchronization
 @testable import CrierGPIO
@@ -22,8 +23,8 @@ final class Collector<T: Sendable>: Sendable {
     /// Waits (really: these tests drive real threads) until `ok` holds or `timeout` passes.
     /// Sleeps with Task.sleep, so no thread of the shared pool is blocked meanwhile.
     func waitFor(timeout: Double = 5, _ ok: ([T]) -> Bool) async -> Bool {
-        let end = ButtonClock.now() + timeout
-        while ButtonClock.now() < end {
+        let end = Monotonic.now() + timeout
+        while Monotonic.now() < end {
             if ok(all) { return true }
             try? await Task.sleep(for: .milliseconds(5))
         }
@@ -69,8 +70,8 @@ func pause(_ seconds: Double) async {
 
 /// Waits until `ok` holds (or `timeout`).
 func eventually(timeout: Double = 5, _ ok: () -> Bool) async -> Bool {
-    let end = ButtonClock.now() + timeout
-    while ButtonClock.now() < end {
+    let end = Monotonic.now() + timeout
+    while Monotonic.now() < end {
         if ok() { return true }
         await pause(0.005)
     }

@@ -1,4 +1,5 @@
 import CrierCore
+import CrierPosix
 import Glibc
 import Testing
 @testable import CrierGPIO
@@ -66,7 +67,7 @@ struct KeyboardInputTests {
         let (log, sink) = testLog()
         let input = KeyboardInput(config: ButtonsConfig(), log: log, fd: fds[0])
         #expect(sink.lines.contains { $0.contains("input = keyboard needs a terminal on stdin") })
-        let w = Waker()
+        let w = WakePipe()
         w.wake()
         #expect(input.wait(until: nil, wakeFD: w.readFD).isEmpty)
     }

@@ -1,4 +1,5 @@
 import CrierCore
+import CrierPosix
 import Glibc
 import Synchronization
 @testable import CrierLink
@@ -6,8 +7,8 @@ import Synchronization
 /// Polls `condition` until it holds or `timeout` passes. Real sockets and threads are under
 /// test here, so waiting on the wall clock is the point; the deadline keeps failures quick.
 func eventually(_ timeout: Double = 5, _ condition: () -> Bool) -> Bool {
-    let end = monotonicNow() + timeout
-    while monotonicNow() < end {
+    let end = Monotonic.now() + timeout
+    while Monotonic.now() < end {
         if condition() { return true }
         usleep(2000)
     }
@@ -101,9 +102,9 @@ final class RawServer {
 
     /// The next line from the client, nil on timeout or EOF.
     func readLine(timeout: Double = 5) -> String? {
-        let end = monotonicNow() + timeout
+        let end = Monotonic.now() + timeout
         while pending.isEmpty {
-            let left = end - monotonicNow()
+            let left = end - Monotonic.now()
             if left <= 0 { return nil }
             var p = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
             guard poll(&p, 1, Int32(left * 1000) + 1) == 1 else { return nil }
@@ -118,8 +119,8 @@ final class RawServer {
     /// Lines until one starts with `prefix` (the others are returned too, for assertions).
     func readUntil(_ prefix: String, timeout: Double = 5) -> [String] {
         var got: [String] = []
-        let end = monotonicNow() + timeout
-        while let l = readLine(timeout: max(0.01, end - monotonicNow())) {
+        let end = Monotonic.now() + timeout
+        while let l = readLine(timeout: max(0.01, end - Monotonic.now())) {
             got.append(l)
             if l.hasPrefix(prefix) { break }
         }
@@ -128,10 +129,10 @@ final class RawServer {
 
     /// True when the client closed the connection within `timeout`.
     func closedByPeer(timeout: Double) -> Bool {
-        let end = monotonicNow() + timeout
-        while monotonicNow() < end {
+        let end = Monotonic.now() + timeout
+        while Monotonic.now() < end {
             var p = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
-            guard poll(&p, 1, Int32((end - monotonicNow()) * 1000) + 1) == 1 else { return false }
+            guard poll(&p, 1, Int32((end - Monotonic.now()) * 1000) + 1) == 1 else { return false }
             var buf = [UInt8](repeating: 0, count: 4096)
             let n = recv(fd, &buf, buf.count, 0)
             if n <= 0 { return true }
@@ -180,9 +181,9 @@ final class RawClient {
     }
 
     func readLine(timeout: Double = 5) -> String? {
-        let end = monotonicNow() + timeout
+        let end = Monotonic.now() + timeout
         while pending.isEmpty {
-            let left = end - monotonicNow()
+            let left = end - Monotonic.now()
             if left <= 0 { return nil }
             var p = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
             guard poll(&p, 1, Int32(left * 1000) + 1) == 1 else { return nil }

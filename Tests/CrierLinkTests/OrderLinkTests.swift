@@ -1,4 +1,5 @@
 import CrierCore
+import CrierPosix
 import Glibc
 import Testing
 @testable import CrierLink
@@ -142,12 +143,12 @@ struct OrderLinkRawTests {
         #expect(raw.accept())
         _ = raw.readLine()
         raw.write("{\"type\":\"welcome\"}\n")
-        let t0 = monotonicNow()
+        let t0 = Monotonic.now()
         #expect(raw.readLine(timeout: 2) == #"{"type":"ping"}"#)
-        let pingAfter = monotonicNow() - t0
+        let pingAfter = Monotonic.now() - t0
         #expect(pingAfter >= 0.15 && pingAfter < 1.0, "ping after ~heartbeat, was \(pingAfter)")
         #expect(raw.closedByPeer(timeout: 2))
-        let deadAfter = monotonicNow() - t0
+        let deadAfter = Monotonic.now() - t0
         #expect(deadAfter >= 0.35 && deadAfter < 1.5, "dead after ~2×heartbeat, was \(deadAfter)")
         #expect(eventually { events.disconnects.count == 1 })
         #expect(events.disconnects.first?.hasPrefix("no data from server for 0.") == true, "\(events.disconnects)")
@@ -248,9 +249,9 @@ struct OrderLinkLifecycleTests {
         let link = OrderLink(config: linkConfig(port: freePort()), deviceID: "d", log: log, options: o, onEvent: { _ in })
         link.start()
         usleep(100_000)
-        let t0 = monotonicNow()
+        let t0 = Monotonic.now()
         link.stop()
-        #expect(monotonicNow() - t0 < 0.5)
+        #expect(Monotonic.now() - t0 < 0.5)
         link.stop()
     }
 

@@ -1,4 +1,5 @@
 import CrierCore
+import CrierPosix
 import Glibc
 import Synchronization
 import Testing
@@ -226,16 +227,16 @@ struct OrderBurstTests {
         let (log, _) = makeLog()
         let link = OrderLink(config: linkConfig(port: port), deviceID: "burst", log: log, options: fastOptions()) { e in
             guard case .order(let o) = e else { return }
-            if let ack = queue.withLock({ $0.add(o, now: monotonicNow()) }).ack { slot.send(ack) }
+            if let ack = queue.withLock({ $0.add(o, now: Monotonic.now()) }).ack { slot.send(ack) }
         }
         slot.link.withLock { $0 = link }
         let done = Atomic<Bool>(false)
         // The "speaker": says whatever is next at once and acks it.
-        let speaker = JoinableThread(name: "speaker") {
+        let speaker = try PosixThread(name: "speaker") {
             while !done.load(ordering: .relaxed) {
                 let acks = queue.withLock { q -> [Ack] in
-                    guard let a = q.next(now: monotonicNow()).alert else { return [] }
-                    return q.finished(a, now: monotonicNow())
+                    guard let a = q.next(now: Monotonic.now()).alert else { return [] }
+                    return q.finished(a, now: Monotonic.now())
                 }
                 if acks.isEmpty { usleep(500) }
                 for a in acks { slot.send(a) }
@@ -303,7 +304,7 @@ struct OrderServerRestartTests {
         let (log, _) = makeLog()
         let link = OrderLink(config: linkConfig(port: port), deviceID: "shop", log: log, options: fastOptions()) { e in
             guard case .order(let o) = e else { return }
-            if let ack = queue.withLock({ $0.add(o, now: monotonicNow()) }).ack { slot.send(ack) }
+            if let ack = queue.withLock({ $0.add(o, now: Monotonic.now()) }).ack { slot.send(ack) }
         }
         slot.link.withLock { $0 = link }
         link.start()
@@ -316,8 +317,8 @@ struct OrderServerRestartTests {
         // Both are said; the server dies before it hears the acks.
         server1.stop()
         let acks = queue.withLock { q -> [Ack] in
-            let a = q.next(now: monotonicNow()).alert!
-            return q.finished(a, now: monotonicNow())
+            let a = q.next(now: Monotonic.now()).alert!
+            return q.finished(a, now: Monotonic.now())
         }
         #expect(acks.map(\.id) == ["T-1", "T-2"])
         link.send(acks[0])  // one ack was produced while the link was down, the other got lost entirely
@@ -332,7 +333,7 @@ struct OrderServerRestartTests {
         #expect(lines2.all.contains("redeliver id=T-1 device=shop"))
         #expect(lines2.all.contains("redeliver id=T-2 device=shop"))
         #expect(queue.withLock { $0.history.count } == 1, "said once")
-        #expect(queue.withLock { $0.next(now: monotonicNow()).alert } == nil)
+        #expect(queue.withLock { $0.next(now: Monotonic.now()).alert } == nil)
         server2.stop()
 
         // A third start finds nothing left to redeliver.

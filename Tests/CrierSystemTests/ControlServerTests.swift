@@ -1,4 +1,5 @@
 import CrierCore
+import CrierPosix
 import Foundation
 import Glibc
 import Synchronization

@@ -1,4 +1,5 @@
 import CrierCore
+import CrierPosix
 import Glibc
 import Testing
 @testable import CrierSystem

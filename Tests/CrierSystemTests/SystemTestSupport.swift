@@ -1,4 +1,5 @@
 import CrierCore
+import CrierPosix
 import Glibc
 @testable import CrierSystem
 
@@ -26,7 +27,7 @@ enum TestFS {
     }
 }
 
-func monotonicNow() -> Double { Posix.monotonic() }
+func monotonicNow() -> Double { Monotonic.now() }
 
 /// Checks `condition` every 5 ms until it holds or `timeout` seconds pass (real threads at
 /// work). Suspends instead of blocking, so Swift's small pool stays free for the code under test.
@@ -43,7 +44,7 @@ func eventually(timeout: Double = 5, _ condition: () -> Bool) async -> Bool {
 func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { (c: CheckedContinuation<T, any Error>) in
         do {
-            try SystemThread.start(name: "test-blocking") { c.resume(with: Result { try body() }) }
+            try PosixThread.detach(name: "test-blocking") { c.resume(with: Result { try body() }) }
         } catch {
             c.resume(throwing: error)
         }

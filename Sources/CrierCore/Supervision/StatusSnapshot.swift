@@ -119,15 +119,7 @@ public enum StatusFormat {
     }
 
     /// `d` rounded to `decimals` places, as a JSON number literal.
-    static func fixed(_ d: Double, _ decimals: Int) -> String {
-        if decimals == 0 { return String(Int(d.rounded())) }
-        var scale = 1
-        for _ in 0..<decimals { scale *= 10 }
-        let v = Int((d * Double(scale)).rounded())
-        let a = abs(v)
-        let frac = String(a % scale)
-        return "\(v < 0 ? "-" : "")\(a / scale).\(String(repeating: "0", count: decimals - frac.count))\(frac)"
-    }
+    static func fixed(_ d: Double, _ decimals: Int) -> String { Format.fixed(d, decimals) }
 
     /// What `crier status` prints.
     public static func human(_ s: StatusSnapshot) -> String {

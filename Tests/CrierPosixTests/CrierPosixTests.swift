@@ -1,0 +1,74 @@
+import CrierPosix
+import Glibc
+import Synchronization
+import Testing
+
+@Suite("CrierPosix")
+struct CrierPosixTests {
+    private func tempPath(_ name: String) -> String {
+        FileIO.temporaryDirectory() + "crier-posix-\(getpid())-\(name)"
+    }
+
+    @Test func fileWriteIsWholeAndReadsBack() throws {
+        let p = tempPath("roundtrip")
+        defer { unlink(p) }
+        let bytes = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        try FileIO.write(p, bytes)
+        #expect(try FileIO.read(p) == bytes)
+        #expect(!FileIO.exists(p + ".tmp"))
+    }
+
+    @Test func readSaysWhyNot() throws {
+        let missing = tempPath("missing")
+        #expect(throws: SystemError("open", path: missing, code: ENOENT)) { try FileIO.read(missing) }
+        let big = tempPath("big")
+        defer { unlink(big) }
+        try FileIO.write(big, [UInt8](repeating: 7, count: 3000))
+        #expect(throws: SystemError("read", path: big, code: EFBIG)) { try FileIO.read(big, limit: 1000) }
+        #expect(throws: SystemError("read", path: "/", code: EISDIR)) { try FileIO.read("/") }
+    }
+
+    @Test func systemErrorReadsAsASentence() {
+        #expect(SystemError("open", path: "/dev/serial0", code: ENOENT).description
+                == "open /dev/serial0: No such file or directory (errno 2)")
+    }
+
+    @Test func wakePipeWakesAWaiterAndTimesOutOtherwise() throws {
+        let w = WakePipe()
+        #expect(w.failure == nil)
+        let t0 = Monotonic.now()
+        #expect(w.wait(timeout: 0.05) == false)
+        #expect(Monotonic.now() - t0 >= 0.05)
+        let woken = Atomic<Bool>(false)
+        let thread = try PosixThread(name: "waiter") {
+            woken.store(w.wait(timeout: 10), ordering: .relaxed)
+        }
+        w.wake()
+        thread.join()
+        let wasWoken = woken.load(ordering: .relaxed)
+        #expect(wasWoken)
+        // Consumed: the next wait times out again.
+        #expect(w.wait(timeout: 0) == false)
+    }
+
+    @Test func threadsCarryTheirName() throws {
+        let name = Mutex("")
+        let t = try PosixThread(name: "crier-name-test-long") {
+            var buf = [UInt8](repeating: 0, count: 32)
+            let fd = open("/proc/thread-self/comm", O_RDONLY)
+            let n = read(fd, &buf, buf.count)
+            close(fd)
+            name.withLock { $0 = String(decoding: buf.prefix(max(0, n)), as: UTF8.self) }
+        }
+        t.join()
+        #expect(name.withLock { $0 } == "crier-name-test\n")  // the kernel keeps 15 bytes
+    }
+
+    @Test func pollTimeoutRoundsUpAndClamps() {
+        #expect(Monotonic.pollTimeout(until: nil) == -1)
+        #expect(Monotonic.pollTimeout(until: Monotonic.now() - 1) == 0)
+        let ms = Monotonic.pollTimeout(until: Monotonic.now() + 0.0101)
+        #expect(ms >= 10 && ms <= 11)
+        #expect(Monotonic.pollTimeout(until: Monotonic.now() + 1e9) == 3_600_000)
+    }
+}
