@@ -275,6 +275,15 @@ public final class AudioEngine: Sendable {
             engine.statsBox.withLock { $0.deviceOpen = false }
         }
 
+        /// Idle on a self-paced PCM (null, file), silence is written this many periods at a time.
+        static let idleBatchPeriods = 4
+
+        /// Idle on a clock-driven device, the thread wakes when this much silence is left queued:
+        /// half the buffer, at least two periods (the margin a busy CPU needs to refill in time).
+        static func idleKeep(buffer: Int, period: Int) -> Int {
+            min(buffer, max(2 * period, buffer / 2))
+        }
+
         /// Keeps `device` fed until stop is requested; throws when the device is lost.
         mutating func stream(_ device: PCMDevice, onFirstWrite: () -> Void) throws(AudioError) {
             var firstWriteDone = false
@@ -364,14 +373,23 @@ public final class AudioEngine: Sendable {
                     pending = still
                 }
                 progress()
-                // Sleep until a period's worth of room (device) or of time (self-paced), or a wake.
+                // Sleep until there is room to fill (device) or time has passed (self-paced), or
+                // a wake. Idle, the thread sleeps longer: new speech wakes it at once through the
+                // wake pipe and takes back the queued silence, so latency does not depend on how
+                // long it sleeps; only CPU wakeups do (docs/audio.md, "Idle wakeups").
+                let idle = mixer.isIdle && pending.isEmpty
                 if device.selfPaced {
-                    let nextDue = t0 + Double(Int64(written) + Int64(period) - Int64(ahead)) / rate
+                    let batch = idle ? Self.idleBatchPeriods : 1
+                    let nextDue = t0 + Double(Int64(written) + Int64(batch * period) - Int64(ahead)) / rate
                     var timeout = nextDue - Monotonic.now()
                     if !pending.isEmpty, let end = pending.map(\.1).min() {
                         timeout = min(timeout, t0 + Double(end) / rate - Monotonic.now())
                     }
                     engine.wake.wait(timeout: max(0, timeout))
+                } else if idle, case let spare = device.delay() - Self.idleKeep(buffer: device.bufferFrames, period: period),
+                          spare >= period {
+                    // Still well fed with silence: sleep until only the safe minimum is left.
+                    engine.wake.wait(timeout: Double(spare) / rate)
                 } else {
                     engine.wake.wait(timeout: 1.0, extra: pollFDs)
                 }

@@ -90,6 +90,19 @@ import Testing
         #expect(latencies[2] < 0.025, "play() → first frame written: \(latencies.map { Int($0 * 1000) }) ms")
     }
 
+    @Test func idleSilenceIsWrittenSeveralPeriodsPerWakeup() async throws {
+        let wav = tempDir() + "/out.wav"
+        let e = engine("file:'\(wav)',wav", log: MemoryLogSink())
+        e.start()
+        await waitWritten(e, atLeast: UInt64(rate) / 2)
+        e.stop()
+        let s = e.stats
+        let period = Double(rate) * 0.020
+        // One wakeup per period would be 1.0; idle batching writes 4 periods per wakeup.
+        let perWakeup = Double(s.framesWritten) / Double(max(1, s.wakeups)) / period
+        #expect(perWakeup >= 2.5, "\(s.framesWritten) frames in \(s.wakeups) wakeups")
+    }
+
     @Test func missingDeviceIsRetriedAndQueuedSpeechLandsWhenItAppears() async throws {
         let dir = tempDir() + "/later"  // does not exist yet: the file PCM cannot open
         let wav = dir + "/out.wav"
