@@ -291,6 +291,7 @@ public final class AudioEngine: Sendable {
             let period = device.periodFrames
             let rate = Double(device.format.rate)
             var buf = [Int16](repeating: 0, count: period * ch)
+            let zeros = buf
             var written: UInt64 = 0
             var silentFrom: UInt64 = 0
             let t0 = Monotonic.now()
@@ -336,7 +337,21 @@ public final class AudioEngine: Sendable {
                     // Idle: nothing ahead of the clock, so arriving speech lands at "now" in the
                     // stream (there is no rewind on these devices).
                     ahead = mixer.isIdle && !added ? 0 : device.bufferFrames
-                    let due = Int64((Monotonic.now() - t0) * rate) + Int64(ahead)
+                    let clock = Int64((Monotonic.now() - t0) * rate)
+                    if added && Int64(written) < clock {
+                        // Idle silence goes out in batches and lags the clock by up to one: catch
+                        // up with silence first, so the new clip starts at "now" in the stream.
+                        var behind = Int(clock - Int64(written))
+                        while behind > 0 {
+                            let n = min(period, behind)
+                            try zeros.withUnsafeBufferPointer { b throws(AudioError) in
+                                try device.write(b, frames: n, onRecover: recovered)
+                            }
+                            written += UInt64(n)
+                            behind -= n
+                        }
+                    }
+                    let due = clock + Int64(ahead)
                     room = Int(max(0, due - Int64(written)))
                 } else {
                     ahead = device.bufferFrames

@@ -45,14 +45,14 @@ public final class ButtonReader: Sendable {
     /// Starts the thread (once).
     public func start() {
         guard !started.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        if let e = waker.failure { log.error("buttons: no wake-up pipe (\(e)); stopping waits for the next event") }
+        if let e = waker.failure { log.error("no wake-up pipe (\(e)); stopping waits for the next event") }
         do {
             try PosixThread.detach(name: "crier-buttons") { [self] in
                 run()
                 done.signal()
             }
         } catch {
-            log.error("buttons: cannot start the button thread: \(error); buttons are off")
+            log.error("cannot start the button thread: \(error); buttons are off")
             done.signal()
         }
     }
@@ -66,7 +66,7 @@ public final class ButtonReader: Sendable {
 
     func run() {
         let fitted = config.fitted.map { "\($0.0.rawValue)=\($0.1.line!)" }.joined(separator: " ")
-        log.info("buttons: reading", ["input": config.input.description, "buttons": fitted.isEmpty ? "none" : fitted])
+        log.info("reading", ["input": config.input.description, "buttons": fitted.isEmpty ? "none" : fitted])
         var recognizer = GestureRecognizer(config: config)
         let input = makeInput(config, log)
         var last = -Double.infinity
@@ -86,7 +86,7 @@ public final class ButtonReader: Sendable {
             for g in out { report(g) }
         }
         input.close()
-        log.info("buttons: stopped")
+        log.info("stopped")
     }
 
     func report(_ g: Gesture) {

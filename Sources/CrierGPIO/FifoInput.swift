@@ -53,12 +53,12 @@ public final class FifoInput: ButtonInput {
         fd = f
         keepAlive = Glibc.open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
         checkAt = now + retryEvery
-        if lastError != nil { log.notice("buttons: FIFO \(path) open again") }
+        if lastError != nil { log.notice("FIFO \(path) open again") }
         lastError = nil
     }
 
     func fail(_ m: String, _ now: Double) {
-        if m != lastError { log.error("buttons: \(m); retrying every \(ConfigValue.fmt(retryEvery)) s") }
+        if m != lastError { log.error("\(m); retrying every \(ConfigValue.fmt(retryEvery)) s") }
         lastError = m
         retryAt = now + retryEvery
     }
@@ -79,7 +79,7 @@ public final class FifoInput: ButtonInput {
         let now = clock()
         if n < 0 {
             if errno == EAGAIN || errno == EINTR { return [] }
-            log.error("buttons: reading FIFO \(path) failed: \(errnoText(errno)); reopening")
+            log.error("reading FIFO \(path) failed: \(errnoText(errno)); reopening")
             reopen()
             return []
         }
@@ -102,11 +102,11 @@ public final class FifoInput: ButtonInput {
         let parts = raw.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" })
         if parts.isEmpty || parts[0].hasPrefix("#") { return nil }
         guard parts.count == 2, parts[1] == "0" || parts[1] == "1" else {
-            log.warning("buttons: FIFO line ignored, expected \"<line-name> <0|1>\"", ["line": raw])
+            log.warning("FIFO line ignored, expected \"<line-name> <0|1>\"", ["line": raw])
             return nil
         }
         guard let a = names[String(parts[0])] else {
-            log.warning("buttons: FIFO names no configured button", ["line": String(parts[0]),
+            log.warning("FIFO names no configured button", ["line": String(parts[0]),
                         "known": names.keys.sorted().joined(separator: ",")])
             return nil
         }
@@ -118,7 +118,7 @@ public final class FifoInput: ButtonInput {
         checkAt = clock() + retryEvery
         var a = stat(), b = stat()
         if stat(path, &a) != 0 || fstat(fd, &b) != 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev {
-            log.notice("buttons: FIFO \(path) was replaced; reopening")
+            log.notice("FIFO \(path) was replaced; reopening")
             reopen()
         }
     }

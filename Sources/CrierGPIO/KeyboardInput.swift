@@ -46,12 +46,12 @@ public final class KeyboardInput: ButtonInput {
         let longestDebounce = config.fitted.map { Double($0.1.debounceMs) / 1000 }.max() ?? 0.02
         tap = longestDebounce + 0.08
         guard isatty(fd) == 1 else {
-            log.error("buttons: input = keyboard needs a terminal on stdin, and stdin is not one; buttons are off (use input = fifo:/PATH for scripts)")
+            log.error("input = keyboard needs a terminal on stdin, and stdin is not one; buttons are off (use input = fifo:/PATH for scripts)")
             return
         }
         var attrs = termios()
         guard tcgetattr(fd, &attrs) == 0 else {
-            log.error("buttons: cannot read terminal settings: \(errnoText(errno)); buttons are off")
+            log.error("cannot read terminal settings: \(errnoText(errno)); buttons are off")
             return
         }
         let first = savedTerminal.withLock { s -> Bool in
@@ -68,7 +68,7 @@ public final class KeyboardInput: ButtonInput {
         }
         _ = tcsetattr(fd, TCSANOW, &raw)
         usable = true
-        log.notice("buttons: keyboard input: + - volume, m mute, r replay, a acknowledge; M R A = hold")
+        log.notice("keyboard input: + - volume, m mute, r replay, a acknowledge; M R A = hold")
     }
 
     static func key(_ c: UInt8) -> (ButtonAction, hold: Bool)? {
@@ -94,7 +94,7 @@ public final class KeyboardInput: ButtonInput {
                 var buf = [UInt8](repeating: 0, count: 64)
                 let n = read(fd, &buf, buf.count)
                 if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) {
-                    log.warning("buttons: the terminal closed; keyboard input is off")
+                    log.warning("the terminal closed; keyboard input is off")
                     close()
                 } else if n > 0 {
                     let now = clock()

@@ -395,6 +395,14 @@ public final class OrderLink: Sendable {
                 }
             }
         }
+        // Stopping: an ack queued just before stop() (the alert that finished during shutdown)
+        // still goes out; one non-blocking write, so a server that is not reading cannot hold
+        // the shutdown.
+        if welcomed {
+            let acks = shared.withLock { s -> [Ack] in defer { s.outbox.removeAll() }; return s.outbox }
+            for a in acks { conn.queue(.ack(a)) }
+            _ = transport.flush(&conn.out)
+        }
         return .lost("stopped")
     }
 

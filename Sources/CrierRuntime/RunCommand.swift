@@ -136,7 +136,9 @@ struct AudioComponent: SupervisedComponent {
     var stopTimeout: Double { 1 }
 
     func run(progress: ProgressHandle) async throws {
-        await progress.follow(every: 0.25) { daemon.engine.lastProgress }
+        // A sixth of the stall deadline: detection stays within 3.5 s, and each check is a
+        // wakeup of the idle process (docs/audio.md, "Idle wakeups").
+        await progress.follow(every: 0.5) { daemon.engine.lastProgress }
     }
 
     func requestStop(_ reason: StopReason) {
@@ -155,7 +157,7 @@ struct SpeechComponent: SupervisedComponent {
 
     func run(progress: ProgressHandle) async throws {
         let speech = daemon.pipeline.speech
-        await progress.follow(every: 0.5) { speech.progressMark }
+        await progress.follow(every: 1) { speech.progressMark }
     }
 }
 
@@ -176,7 +178,7 @@ struct LinkComponent: SupervisedComponent {
                 last = mark
                 progress.heartbeat()
             }
-            try? await Task.sleep(for: .milliseconds(500))
+            try? await Task.sleep(for: .seconds(2))
         }
     }
 

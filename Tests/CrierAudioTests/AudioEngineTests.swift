@@ -103,6 +103,23 @@ import Testing
         #expect(perWakeup >= 2.5, "\(s.framesWritten) frames in \(s.wakeups) wakeups")
     }
 
+    @Test func speechAfterAnIdleBatchStartsAtNowInTheStream() async throws {
+        let wav = tempDir() + "/out.wav"
+        let e = engine("file:'\(wav)',wav", log: MemoryLogSink())
+        let t0 = Date()
+        e.start()
+        await waitWritten(e, atLeast: UInt64(rate) / 4)
+        // Just after a batch went out: the stream now lags the clock by up to a batch (80 ms).
+        try await Task.sleep(for: .milliseconds(60))
+        let at = Date().timeIntervalSince(t0)
+        _ = await e.playAndWait(tone(ms: 50))
+        e.stop()
+        let x = try WAV.decode(Array(FileManager.default.contents(atPath: wav)!)).channel(0)
+        let first = try #require(Signal.firstLoud(x, threshold: 0.01))
+        // At "now" (t0 is taken before the engine's own start, so `at` can only overestimate).
+        #expect(Double(first) / Double(rate) > at - 0.03, "tone at \(Double(first) / Double(rate)) s, played at \(at) s")
+    }
+
     @Test func missingDeviceIsRetriedAndQueuedSpeechLandsWhenItAppears() async throws {
         let dir = tempDir() + "/later"  // does not exist yet: the file PCM cannot open
         let wav = dir + "/out.wav"

@@ -33,6 +33,24 @@ struct OrderLinkRawTests {
         #expect(logs.lines.contains { $0.contains("INFO link: connected server=tcp://127.0.0.1:\(raw.port) after=") })
     }
 
+    @Test("an ack sent right before stop() still reaches the server (the alert that finished during shutdown)")
+    func ackBeforeStopIsFlushed() {
+        let raw = RawServer()
+        defer { raw.close() }
+        let (log, _) = makeLog()
+        let events = EventSink()
+        let link = OrderLink(config: linkConfig(port: raw.port), deviceID: "d", log: log, options: fastOptions(), onEvent: events.add)
+        link.start()
+        #expect(raw.accept())
+        #expect(raw.readLine()?.contains("hello") == true)
+        raw.write("{\"type\":\"welcome\"}\n")
+        #expect(eventually { events.connects == 1 })
+        // The link thread is asleep in poll(): both wake it, and it sees "stopping" first.
+        link.send(.spoken("last"))
+        link.stop()
+        #expect(raw.readLine(timeout: 2) == #"{"type":"ack","id":"last","status":"spoken"}"#)
+    }
+
     @Test("no token configured: the field is left out")
     func noToken() {
         let raw = RawServer()
