@@ -57,6 +57,75 @@ func fastOptions() -> OrderLink.Options {
     return o
 }
 
+/// The order server settings tests start from: loopback, a free port, no random orders.
+func simConfig(token: String? = nil, key: [UInt8]? = nil, idPrefix: String = "T-") -> OrderServerConfig {
+    var c = OrderServerConfig()
+    c.host = "127.0.0.1"
+    c.port = 0
+    c.randomOrders = false
+    c.token = token
+    c.key = key
+    c.idPrefix = idPrefix
+    return c
+}
+
+/// An OrderLink connected to a RawServer that has read its hello and (unless told not to)
+/// welcomed it. Stops the link and closes the server when released.
+final class WelcomedLink {
+    let raw = RawServer()
+    let link: OrderLink
+    let events = EventSink()
+    let logs: MemoryLogSink
+    /// The hello line the link sent.
+    var hello: String?
+
+    init(config: (Int) -> LinkConfig = { linkConfig(port: $0) }, deviceID: String = "d",
+         welcome: String? = "{\"type\":\"welcome\"}\n") {
+        let (log, logs) = makeLog()
+        self.logs = logs
+        link = OrderLink(config: config(raw.port), deviceID: deviceID, log: log, options: fastOptions(), onEvent: events.add)
+        link.start()
+        guard raw.accept() else { return }
+        hello = raw.readLine()
+        if let welcome {
+            raw.write(welcome)
+            _ = eventually { events.connects == 1 }
+        }
+    }
+
+    deinit {
+        link.stop()
+        raw.close()
+    }
+}
+
+/// Lines from a socket, framed as the link frames them.
+struct LineReader {
+    var framer = LineFramer(maxLine: 1 << 20)
+    var pending: [[UInt8]] = []
+
+    /// Reads what is there into `pending`; false on EOF or error.
+    mutating func fill(_ fd: Int32) -> Bool {
+        var buf = [UInt8](repeating: 0, count: 65536)
+        let n = recv(fd, &buf, buf.count, 0)
+        if n <= 0 { return false }
+        for item in framer.push(buf[0..<n]) { if case .line(let l) = item { pending.append(l) } }
+        return true
+    }
+
+    /// The next line, nil on timeout or EOF.
+    mutating func readLine(_ fd: Int32, timeout: Double) -> String? {
+        let end = Monotonic.now() + timeout
+        while pending.isEmpty {
+            let left = end - Monotonic.now()
+            if left <= 0 { return nil }
+            var p = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+            guard poll(&p, 1, Int32(left * 1000) + 1) == 1, fill(fd) else { return nil }
+        }
+        return String(decoding: pending.removeFirst(), as: UTF8.self)
+    }
+}
+
 /// A port nothing listens on (bound, read, closed).
 func freePort() -> Int {
     let s = RawServer()
@@ -70,8 +139,7 @@ final class RawServer {
     let listenFD: Int32
     let port: Int
     var fd: Int32 = -1
-    var framer = LineFramer(maxLine: 1 << 20)
-    var pending: [[UInt8]] = []
+    var reader = LineReader()
 
     init() {
         let listenFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -92,8 +160,7 @@ final class RawServer {
     /// Waits for the next connection (closing the current one first if still open).
     func accept(timeout: Double = 5) -> Bool {
         if fd >= 0 { Glibc.close(fd); fd = -1 }
-        framer = LineFramer(maxLine: 1 << 20)
-        pending = []
+        reader = LineReader()
         var p = [pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)]
         guard poll(&p, 1, Int32(timeout * 1000)) == 1 else { return false }
         fd = Glibc.accept(listenFD, nil, nil)
@@ -101,20 +168,7 @@ final class RawServer {
     }
 
     /// The next line from the client, nil on timeout or EOF.
-    func readLine(timeout: Double = 5) -> String? {
-        let end = Monotonic.now() + timeout
-        while pending.isEmpty {
-            let left = end - Monotonic.now()
-            if left <= 0 { return nil }
-            var p = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
-            guard poll(&p, 1, Int32(left * 1000) + 1) == 1 else { return nil }
-            var buf = [UInt8](repeating: 0, count: 65536)
-            let n = recv(fd, &buf, buf.count, 0)
-            if n <= 0 { return nil }
-            for item in framer.push(buf[0..<n]) { if case .line(let l) = item { pending.append(l) } }
-        }
-        return String(decoding: pending.removeFirst(), as: UTF8.self)
-    }
+    func readLine(timeout: Double = 5) -> String? { reader.readLine(fd, timeout: timeout) }
 
     /// Lines until one starts with `prefix` (the others are returned too, for assertions).
     func readUntil(_ prefix: String, timeout: Double = 5) -> [String] {
@@ -133,10 +187,7 @@ final class RawServer {
         while Monotonic.now() < end {
             var p = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
             guard poll(&p, 1, Int32((end - Monotonic.now()) * 1000) + 1) == 1 else { return false }
-            var buf = [UInt8](repeating: 0, count: 4096)
-            let n = recv(fd, &buf, buf.count, 0)
-            if n <= 0 { return true }
-            for item in framer.push(buf[0..<n]) { if case .line(let l) = item { pending.append(l) } }
+            if !reader.fill(fd) { return true }
         }
         return false
     }
@@ -161,8 +212,7 @@ final class RawServer {
 /// A hand-driven TCP client (for testing the server).
 final class RawClient {
     let fd: Int32
-    var framer = LineFramer(maxLine: 1 << 20)
-    var pending: [[UInt8]] = []
+    var reader = LineReader()
 
     init(port: Int) {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -180,20 +230,7 @@ final class RawClient {
         _ = b.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     }
 
-    func readLine(timeout: Double = 5) -> String? {
-        let end = Monotonic.now() + timeout
-        while pending.isEmpty {
-            let left = end - Monotonic.now()
-            if left <= 0 { return nil }
-            var p = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
-            guard poll(&p, 1, Int32(left * 1000) + 1) == 1 else { return nil }
-            var buf = [UInt8](repeating: 0, count: 65536)
-            let n = recv(fd, &buf, buf.count, 0)
-            if n <= 0 { return nil }
-            for item in framer.push(buf[0..<n]) { if case .line(let l) = item { pending.append(l) } }
-        }
-        return String(decoding: pending.removeFirst(), as: UTF8.self)
-    }
+    func readLine(timeout: Double = 5) -> String? { reader.readLine(fd, timeout: timeout) }
 
     func close() { Glibc.close(fd) }
 }

@@ -35,20 +35,12 @@ struct OrderLinkRawTests {
 
     @Test("an ack sent right before stop() still reaches the server (the alert that finished during shutdown)")
     func ackBeforeStopIsFlushed() {
-        let raw = RawServer()
-        defer { raw.close() }
-        let (log, _) = makeLog()
-        let events = EventSink()
-        let link = OrderLink(config: linkConfig(port: raw.port), deviceID: "d", log: log, options: fastOptions(), onEvent: events.add)
-        link.start()
-        #expect(raw.accept())
-        #expect(raw.readLine()?.contains("hello") == true)
-        raw.write("{\"type\":\"welcome\"}\n")
-        #expect(eventually { events.connects == 1 })
+        let t = WelcomedLink()
+        #expect(t.events.connects == 1)
         // The link thread is asleep in poll(): both wake it, and it sees "stopping" first.
-        link.send(.spoken("last"))
-        link.stop()
-        #expect(raw.readLine(timeout: 2) == #"{"type":"ack","id":"last","status":"spoken"}"#)
+        t.link.send(.spoken("last"))
+        t.link.stop()
+        #expect(t.raw.readLine(timeout: 2) == #"{"type":"ack","id":"last","status":"spoken"}"#)
     }
 
     @Test("no token configured: the field is left out")
@@ -65,135 +57,93 @@ struct OrderLinkRawTests {
 
     @Test("garbage, bad orders, invalid UTF-8 and bytes one at a time: precise errors, link stays up")
     func garbage() {
-        let raw = RawServer()
-        defer { raw.close() }
-        let (log, logs) = makeLog()
-        let events = EventSink()
-        let link = OrderLink(config: linkConfig(port: raw.port), deviceID: "d", log: log, options: fastOptions(), onEvent: events.add)
-        link.start()
-        defer { link.stop() }
-        #expect(raw.accept())
-        _ = raw.readLine()
-        raw.write("{\"type\":\"welcome\"}\r\n")
-        #expect(eventually { events.connects == 1 })
+        let t = WelcomedLink(welcome: "{\"type\":\"welcome\"}\r\n")
+        #expect(t.hello != nil)
+        #expect(t.events.connects == 1)
 
-        raw.write("hello there\n")
-        let e1 = raw.readLine() ?? ""
+        t.raw.write("hello there\n")
+        let e1 = t.raw.readLine() ?? ""
         #expect(e1.hasPrefix(#"{"type":"error","code":"bad_message","message":"invalid JSON: unexpected 'h', expected a value at byte 0"#), "\(e1)")
 
-        raw.write(#"{"type":"order","id":"X-1","kind":"new_customer","number":"42"}"# + "\n")
-        #expect(raw.readLine() == #"{"type":"error","code":"bad_message","message":"order: field \"number\" must be an integer, got a string"}"#)
-        #expect(raw.readLine() == #"{"type":"ack","id":"X-1","status":"rejected","reason":"invalid_order","message":"order: field \"number\" must be an integer, got a string"}"#)
+        t.raw.write(#"{"type":"order","id":"X-1","kind":"new_customer","number":"42"}"# + "\n")
+        #expect(t.raw.readLine() == #"{"type":"error","code":"bad_message","message":"order: field \"number\" must be an integer, got a string"}"#)
+        #expect(t.raw.readLine() == #"{"type":"ack","id":"X-1","status":"rejected","reason":"invalid_order","message":"order: field \"number\" must be an integer, got a string"}"#)
 
-        raw.write(Array(#"{"type":"order","id":"X-2","kind":"text","text":""#.utf8) + [0xFF, 0xFE] + Array("\"}\n".utf8))
-        let e3 = raw.readLine() ?? ""
+        t.raw.write(Array(#"{"type":"order","id":"X-2","kind":"text","text":""#.utf8) + [0xFF, 0xFE] + Array("\"}\n".utf8))
+        let e3 = t.raw.readLine() ?? ""
         #expect(e3.contains("invalid UTF-8 at byte"), "\(e3)")
 
-        raw.write(#"{"type":"mystery","v":2}"# + "\n")
+        t.raw.write(#"{"type":"mystery","v":2}"# + "\n")
         for b in Array((#"{"type":"order","id":"ok-1","kind":"new_customer","number":42}"# + "\r\n").utf8) {
-            raw.write([b])
+            t.raw.write([b])
         }
-        #expect(eventually { events.orders == [Order(id: "ok-1", kind: .newCustomer(number: 42))] })
-        raw.write("{\"type\":\"cancel\",\"id\":\"ok-1\"}\n{\"type\":\"ping\"}\n")
-        #expect(raw.readLine() == #"{"type":"pong"}"#)
-        #expect(eventually { events.all.last == .cancel(id: "ok-1") })
-        #expect(events.connects == 1, "the connection stayed up")
-        #expect(events.disconnects.isEmpty)
-        let warnings = logs.lines.filter { $0.contains("WARN link: bad message from server") }
+        #expect(eventually { t.events.orders == [Order(id: "ok-1", kind: .newCustomer(number: 42))] })
+        t.raw.write("{\"type\":\"cancel\",\"id\":\"ok-1\"}\n{\"type\":\"ping\"}\n")
+        #expect(t.raw.readLine() == #"{"type":"pong"}"#)
+        #expect(eventually { t.events.all.last == .cancel(id: "ok-1") })
+        #expect(t.events.connects == 1, "the connection stayed up")
+        #expect(t.events.disconnects.isEmpty)
+        let warnings = t.logs.lines.filter { $0.contains("WARN link: bad message from server") }
         #expect(warnings.count == 3)
         #expect(warnings.contains { $0.contains("id=X-1") && $0.contains("must be an integer, got a string") })
-        #expect(logs.lines.contains { $0.contains("unknown type") && $0.contains("type=mystery") })
+        #expect(t.logs.lines.contains { $0.contains("unknown type") && $0.contains("type=mystery") })
     }
 
     @Test("an over-long line: error, close, reconnect")
     func overLong() {
-        let raw = RawServer()
-        defer { raw.close() }
-        let (log, logs) = makeLog()
-        let events = EventSink()
-        let link = OrderLink(config: linkConfig(port: raw.port), deviceID: "d", log: log, options: fastOptions(), onEvent: events.add)
-        link.start()
-        defer { link.stop() }
-        #expect(raw.accept())
-        _ = raw.readLine()
-        raw.write("{\"type\":\"welcome\"}\n")
-        #expect(eventually { events.connects == 1 })
-        raw.write(#"{"type":"text","pad":""# + String(repeating: "x", count: 20000))
-        let err = raw.readLine() ?? ""
+        let t = WelcomedLink()
+        #expect(t.hello != nil)
+        #expect(t.events.connects == 1)
+        t.raw.write(#"{"type":"text","pad":""# + String(repeating: "x", count: 20000))
+        let err = t.raw.readLine() ?? ""
         #expect(err.hasPrefix(#"{"type":"error","code":"line_too_long","message":"line longer than 16384 bytes"#), "\(err)")
-        #expect(raw.closedByPeer(timeout: 2))
-        #expect(eventually { events.disconnects.count == 1 })
-        #expect(events.disconnects.first?.contains("line longer than 16384 bytes") == true)
-        #expect(raw.accept(), "it reconnects")
-        #expect(raw.readLine()?.hasPrefix(#"{"type":"hello""#) == true)
-        #expect(logs.lines.contains { $0.contains("ERROR link: bad message from server; closing the connection") })
+        #expect(t.raw.closedByPeer(timeout: 2))
+        #expect(eventually { t.events.disconnects.count == 1 })
+        #expect(t.events.disconnects.first?.contains("line longer than 16384 bytes") == true)
+        #expect(t.raw.accept(), "it reconnects")
+        #expect(t.raw.readLine()?.hasPrefix(#"{"type":"hello""#) == true)
+        #expect(t.logs.lines.contains { $0.contains("ERROR link: bad message from server; closing the connection") })
     }
 
     @Test("a line of exactly 16384 bytes is accepted")
     func maxLine() {
-        let raw = RawServer()
-        defer { raw.close() }
-        let (log, _) = makeLog()
-        let events = EventSink()
-        let link = OrderLink(config: linkConfig(port: raw.port), deviceID: "d", log: log, options: fastOptions(), onEvent: events.add)
-        link.start()
-        defer { link.stop() }
-        #expect(raw.accept())
-        _ = raw.readLine()
-        raw.write("{\"type\":\"welcome\"}\n")
+        let t = WelcomedLink()
+        #expect(t.hello != nil)
         let head = #"{"type":"order","id":"big","kind":"text","text":""#
         let line = head + String(repeating: "a", count: 16384 - head.utf8.count - 2) + "\"}"
         #expect(line.utf8.count == 16384)
-        raw.write(line + "\r\n")
-        #expect(eventually { events.orders.count == 1 })
+        t.raw.write(line + "\r\n")
+        #expect(eventually { t.events.orders.count == 1 })
     }
 
     @Test("silence (half-open): pings after the heartbeat, declares the link dead after 2×, reconnects")
     func silence() {
-        let raw = RawServer()
-        defer { raw.close() }
-        let (log, logs) = makeLog()
-        let events = EventSink()
-        let link = OrderLink(config: linkConfig(port: raw.port, heartbeat: 0.2), deviceID: "d", log: log,
-                             options: fastOptions(), onEvent: events.add)
-        link.start()
-        defer { link.stop() }
-        #expect(raw.accept())
-        _ = raw.readLine()
-        raw.write("{\"type\":\"welcome\"}\n")
+        let t = WelcomedLink(config: { linkConfig(port: $0, heartbeat: 0.2) })
+        #expect(t.hello != nil)
         let t0 = Monotonic.now()
-        #expect(raw.readLine(timeout: 2) == #"{"type":"ping"}"#)
+        #expect(t.raw.readLine(timeout: 2) == #"{"type":"ping"}"#)
         let pingAfter = Monotonic.now() - t0
         #expect(pingAfter >= 0.15 && pingAfter < 1.0, "ping after ~heartbeat, was \(pingAfter)")
-        #expect(raw.closedByPeer(timeout: 2))
+        #expect(t.raw.closedByPeer(timeout: 2))
         let deadAfter = Monotonic.now() - t0
         #expect(deadAfter >= 0.35 && deadAfter < 1.5, "dead after ~2×heartbeat, was \(deadAfter)")
-        #expect(eventually { events.disconnects.count == 1 })
-        #expect(events.disconnects.first?.hasPrefix("no data from server for 0.") == true, "\(events.disconnects)")
+        #expect(eventually { t.events.disconnects.count == 1 })
+        #expect(t.events.disconnects.first?.hasPrefix("no data from server for 0.") == true, "\(t.events.disconnects)")
         // The link reports the event before it logs the line: wait for the line too.
-        #expect(eventually { logs.lines.contains { $0.contains("WARN link: connection lost") && $0.contains("heartbeat 0.2 s") } })
-        #expect(raw.accept(), "it reconnects")
-        #expect(raw.readLine()?.hasPrefix(#"{"type":"hello""#) == true)
+        #expect(eventually { t.logs.lines.contains { $0.contains("WARN link: connection lost") && $0.contains("heartbeat 0.2 s") } })
+        #expect(t.raw.accept(), "it reconnects")
+        #expect(t.raw.readLine()?.hasPrefix(#"{"type":"hello""#) == true)
     }
 
     @Test("answering pings keeps a quiet link alive")
     func pongsKeepAlive() {
-        let raw = RawServer()
-        defer { raw.close() }
-        let (log, logs) = makeLog()
-        let events = EventSink()
-        let link = OrderLink(config: linkConfig(port: raw.port, heartbeat: 0.5), deviceID: "d", log: log,
-                             options: fastOptions(), onEvent: events.add)
-        link.start()
-        defer { link.stop() }
-        #expect(raw.accept())
-        _ = raw.readLine()
-        raw.write("{\"type\":\"welcome\"}\n")
+        let t = WelcomedLink(config: { linkConfig(port: $0, heartbeat: 0.5) })
+        #expect(t.hello != nil)
         for _ in 0..<3 {
-            #expect(raw.readLine(timeout: 1) == #"{"type":"ping"}"#)
-            raw.write("{\"type\":\"pong\"}\n")
+            #expect(t.raw.readLine(timeout: 1) == #"{"type":"ping"}"#)
+            t.raw.write("{\"type\":\"pong\"}\n")
         }
-        #expect(events.disconnects.isEmpty, "\(logs.lines)")
+        #expect(t.events.disconnects.isEmpty, "\(t.logs.lines)")
     }
 
     @Test("an error instead of welcome is logged as a refusal and retried")
@@ -235,9 +185,8 @@ struct OrderLinkLifecycleTests {
         #expect(warns.count == 1)
         #expect(warns.first?.contains("server=tcp://127.0.0.1:\(port) error=\"connection refused\" retry_in=0.") == true, "\(warns)")
 
-        var cfg = OrderServerConfig()
+        var cfg = simConfig()
         cfg.port = port
-        cfg.randomOrders = false
         let lines = Lines()
         let server = OrderServer(config: cfg, output: lines.add)
         try server.start()

@@ -5,16 +5,6 @@ import Synchronization
 import Testing
 @testable import CrierLink
 
-private func simConfig(token: String? = nil) -> OrderServerConfig {
-    var c = OrderServerConfig()
-    c.host = "127.0.0.1"
-    c.port = 0
-    c.randomOrders = false
-    c.token = token
-    c.idPrefix = "T-"
-    return c
-}
-
 @Suite("OrderLink against OrderServer", .serialized)
 struct OrderServerTests {
     @Test("happy path: order out, ack back, printed greppably")

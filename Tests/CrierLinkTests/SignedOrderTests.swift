@@ -43,69 +43,56 @@ struct HMACTests {
 struct SignedOrderLinkTests {
     @Test("correct → delivered; forged, unsigned, stale, replayed → acked rejected with the reason, logged, never delivered")
     func rejections() {
-        let raw = RawServer()
-        defer { raw.close() }
-        let (log, logs) = makeLog()
-        let events = EventSink()
-        let link = OrderLink(config: keyedConfig(port: raw.port), deviceID: "d", log: log, options: fastOptions(), onEvent: events.add)
-        link.start()
-        defer { link.stop() }
-        #expect(raw.accept())
-        _ = raw.readLine()
-        raw.write("{\"type\":\"welcome\"}\n")
-        #expect(eventually { events.connects == 1 })
+        let t = WelcomedLink(config: { keyedConfig(port: $0) })
+        #expect(t.hello != nil)
+        #expect(t.events.connects == 1)
         let now = Crypto.unixNow()
 
         let good = signedLine(Order(id: "S-1", kind: .newCustomer(number: 42)), ts: now)
-        raw.write(good)
-        #expect(eventually { events.orders.map(\.id) == ["S-1"] })
+        t.raw.write(good)
+        #expect(eventually { t.events.orders.map(\.id) == ["S-1"] })
 
-        raw.write(signedLine(Order(id: "S-2", kind: .newCustomer(number: 1)), ts: now, key: Array(repeating: 1, count: 32)))
-        let forged = raw.readLine() ?? ""
+        t.raw.write(signedLine(Order(id: "S-2", kind: .newCustomer(number: 1)), ts: now, key: Array(repeating: 1, count: 32)))
+        let forged = t.raw.readLine() ?? ""
         #expect(forged.hasPrefix(#"{"type":"ack","id":"S-2","status":"rejected","reason":"bad_signature","message":"signature does not match"#), "\(forged)")
 
         // Signed, then altered on the way: the number changed.
-        raw.write(signedLine(Order(id: "S-3", kind: .newCustomer(number: 5)), ts: now).replacing("\"number\":5", with: "\"number\":6"))
-        #expect((raw.readLine() ?? "").contains(#""id":"S-3","status":"rejected","reason":"bad_signature""#))
+        t.raw.write(signedLine(Order(id: "S-3", kind: .newCustomer(number: 5)), ts: now).replacing("\"number\":5", with: "\"number\":6"))
+        #expect((t.raw.readLine() ?? "").contains(#""id":"S-3","status":"rejected","reason":"bad_signature""#))
 
-        raw.write(#"{"type":"order","id":"S-4","kind":"text","text":"free coffee for everyone"}"# + "\n")
-        let unsigned = raw.readLine() ?? ""
+        t.raw.write(#"{"type":"order","id":"S-4","kind":"text","text":"free coffee for everyone"}"# + "\n")
+        let unsigned = t.raw.readLine() ?? ""
         #expect(unsigned.hasPrefix(#"{"type":"ack","id":"S-4","status":"rejected","reason":"unsigned","message":"order has no sig and ts"#), "\(unsigned)")
 
-        raw.write(signedLine(Order(id: "S-5", kind: .newCustomer(number: 5)), ts: now - 301))
-        let stale = raw.readLine() ?? ""
+        t.raw.write(signedLine(Order(id: "S-5", kind: .newCustomer(number: 5)), ts: now - 301))
+        let stale = t.raw.readLine() ?? ""
         #expect(stale.contains(#""id":"S-5","status":"rejected","reason":"stale","message":"ts \#(now - 301) is 30"#), "\(stale)")
-        raw.write(signedLine(Order(id: "S-6", kind: .newCustomer(number: 5)), ts: now + 900))
-        #expect((raw.readLine() ?? "").contains(#""reason":"stale","message":"ts \#(now + 900) is 900 s ahead of this device's clock"#))
+        t.raw.write(signedLine(Order(id: "S-6", kind: .newCustomer(number: 5)), ts: now + 900))
+        #expect((t.raw.readLine() ?? "").contains(#""reason":"stale","message":"ts \#(now + 900) is 900 s ahead of this device's clock"#))
 
-        raw.write(good)
-        let replay = raw.readLine() ?? ""
+        t.raw.write(good)
+        let replay = t.raw.readLine() ?? ""
         #expect(replay.hasPrefix(#"{"type":"ack","id":"S-1","status":"rejected","reason":"replayed""#), "\(replay)")
 
         // A cancel must be signed too.
-        raw.write(#"{"type":"cancel","id":"S-1"}"# + "\n")
-        #expect((raw.readLine() ?? "").hasPrefix(#"{"type":"error","code":"unsigned","message":"cancel S-1 ignored"#))
+        t.raw.write(#"{"type":"cancel","id":"S-1"}"# + "\n")
+        #expect((t.raw.readLine() ?? "").hasPrefix(#"{"type":"error","code":"unsigned","message":"cancel S-1 ignored"#))
 
         // Still connected; only the good order got through.
-        raw.write("{\"type\":\"ping\"}\n")
-        #expect(raw.readLine() == #"{"type":"pong"}"#)
-        #expect(events.orders.map(\.id) == ["S-1"])
-        #expect(!events.all.contains(.cancel(id: "S-1")))
-        let warnings = logs.lines.filter { $0.contains("WARN link: order rejected") }
-        #expect(warnings.count == 6, "\(logs.lines)")
-        #expect(logs.lines.contains { $0.contains("WARN link: order rejected: replayed") && $0.contains("id=S-1") && $0.contains("reason=replayed") })
-        #expect(!logs.lines.joined().contains(Hex.encode(key)))
+        t.raw.write("{\"type\":\"ping\"}\n")
+        #expect(t.raw.readLine() == #"{"type":"pong"}"#)
+        #expect(t.events.orders.map(\.id) == ["S-1"])
+        #expect(!t.events.all.contains(.cancel(id: "S-1")))
+        let warnings = t.logs.lines.filter { $0.contains("WARN link: order rejected") }
+        #expect(warnings.count == 6, "\(t.logs.lines)")
+        #expect(t.logs.lines.contains { $0.contains("WARN link: order rejected: replayed") && $0.contains("id=S-1") && $0.contains("reason=replayed") })
+        #expect(!t.logs.lines.joined().contains(Hex.encode(key)))
     }
 
     @Test("order-sim --key end to end: signed orders are delivered, and a quick redelivery after a reconnect is not a replay")
     func endToEnd() throws {
         let lines = Lines()
-        var sc = OrderServerConfig()
-        sc.host = "127.0.0.1"
-        sc.port = 0
-        sc.randomOrders = false
-        sc.key = key
-        sc.idPrefix = "K-"
+        let sc = simConfig(key: key, idPrefix: "K-")
         let server = OrderServer(config: sc, output: lines.add)
         let port = try server.start()
         defer { server.stop() }
@@ -136,12 +123,7 @@ struct SignedOrderLinkTests {
     @Test("a device with a different key: orders rejected as bad_signature, and the server keeps them for redelivery")
     func wrongKey() throws {
         let lines = Lines()
-        var sc = OrderServerConfig()
-        sc.host = "127.0.0.1"
-        sc.port = 0
-        sc.randomOrders = false
-        sc.key = Array(repeating: 0x55, count: 32)
-        sc.idPrefix = "W-"
+        let sc = simConfig(key: Array(repeating: 0x55, count: 32), idPrefix: "W-")
         let server = OrderServer(config: sc, output: lines.add)
         let port = try server.start()
         defer { server.stop() }

@@ -53,11 +53,7 @@ enum TestPKI {
 }
 
 private func tlsServer(_ cert: String, lines: Lines, key: String? = nil) throws -> (OrderServer, Int) {
-    var sc = OrderServerConfig()
-    sc.host = "127.0.0.1"
-    sc.port = 0
-    sc.randomOrders = false
-    sc.idPrefix = "T-"
+    var sc = simConfig()
     sc.tlsCert = TestPKI.path(cert + ".pem")
     sc.tlsKey = TestPKI.path((key ?? cert) + ".key")
     let s = OrderServer(config: sc, output: lines.add)
