@@ -107,6 +107,10 @@ done < <(awk '$1 ~ "^/var/lib/crier-data/" && $3 == "none" { print $1, $2 }' <<<
 check "root: /var/lib/crier-data is an empty mount point" empty_dir /var/lib/crier-data
 check "root: tmpfiles.d ran at build time (/var/lib/private, /var/cache/private exist)" sh -c "debugfs -R 'stat /var/lib/private' '$EXT' 2>/dev/null | grep -q 'Type: directory' && debugfs -R 'stat /var/cache/private' '$EXT' 2>/dev/null | grep -q 'Type: directory'"
 check "root: /var/lib/dbus/machine-id -> /etc/machine-id (tmpfiles makes no link at boot)" sh -c "debugfs -R 'stat /var/lib/dbus/machine-id' '$EXT' 2>/dev/null | grep -q 'Fast link dest: \"/etc/machine-id\"'"
+if [ "$ARCH" = arm64 ]; then
+  # raspi-firmware regenerates cmdline.txt on every kernel upgrade; this file keeps the "ro".
+  check "root: /etc/default/raspi-extra-cmdline has ro (kept by kernel upgrades)" grep -qw ro <<<"$(dbg 'cat /etc/default/raspi-extra-cmdline')"
+fi
 check "root: crier-growdata.service enabled" exists /etc/systemd/system/multi-user.target.wants/crier-growdata.service
 check "root: crier-image-layout.service enabled" exists /etc/systemd/system/multi-user.target.wants/crier-image-layout.service
 check "root: /etc/machine-id empty (a transient ID each boot on the read-only root)" test -z "$(dbg 'cat /etc/machine-id')"
