@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks a Crier disk image without mounting it (mtools for the FAT partition, debugfs/e2fsck
-# for the ext4 root, both at their offsets inside the image file):
+# for the ext4 root and the ext4 crier-data partition, each at its offset inside the image file):
 #
 #   image/check-image.sh --arch amd64|arm64 IMAGE.img
 #
@@ -21,16 +21,20 @@ ok() { printf '  ok    %s\n' "$*"; }
 bad() { printf '  FAIL  %s\n' "$*"; fails=$((fails + 1)); }
 check() { local what="$1"; shift; if "$@" >/dev/null 2>&1; then ok "$what"; else bad "$what"; fi; }
 
-# Partition table: p1 FAT32 (type c), p2 Linux (83).
+# Partition table: p1 FAT32 (type c), p2 Linux (83) root, p3 Linux (83) crier-data, the last one.
 mapfile -t parts < <(sfdisk -d "$IMG" 2>/dev/null | sed -n 's/.*start= *\([0-9]*\), size= *\([0-9]*\), type=\([0-9a-f]*\).*/\1 \2 \3/p')
-if [ "${#parts[@]}" = 2 ] && [ "${parts[0]##* }" = c ] && [ "${parts[1]##* }" = 83 ]; then
-  ok "MBR with 2 partitions: FAT32 (c) + Linux (83)"
+if [ "${#parts[@]}" = 3 ] && [ "${parts[0]##* }" = c ] && [ "${parts[1]##* }" = 83 ] && [ "${parts[2]##* }" = 83 ]; then
+  ok "MBR with 3 partitions: FAT32 (c) + Linux (83) root + Linux (83) data"
 else
-  bad "MBR with 2 partitions: FAT32 + Linux (got: ${parts[*]:-none})"; exit 1
+  bad "MBR with 3 partitions: FAT32 + Linux root + Linux data (got: ${parts[*]:-none})"; exit 1
 fi
-read -r bstart _ _ <<<"${parts[0]}"; read -r rstart _ _ <<<"${parts[1]}"
+read -r bstart _ _ <<<"${parts[0]}"; read -r rstart rsize _ <<<"${parts[1]}"; read -r dstart dsize _ <<<"${parts[2]}"
 FAT="$IMG@@$((bstart * 512))"
 EXT="$IMG?offset=$((rstart * 512))"
+DATA="$IMG?offset=$((dstart * 512))"
+# crier-growdata grows p3 into the space behind it: it must come after the root and end the image.
+check "partitions: data (p3) follows the root (p2)" test "$dstart" -ge $((rstart + rsize))
+check "partitions: data (p3) ends the image ($((dsize / 2048)) MiB)" test $(((dstart + dsize) * 512)) = "$(stat -c %s "$IMG")"
 export MTOOLS_SKIP_CHECK=1
 
 # ---- boot partition --------------------------------------------------------------------------
@@ -56,6 +60,19 @@ if [ "$ARCH" = arm64 ]; then
   check "cmdline.txt: console=serial0,115200" grep -qw 'console=serial0,115200' <<<"$cmdline"
   check "cmdline.txt: root=LABEL=crier-root" grep -qw 'root=LABEL=crier-root' <<<"$cmdline"
   check "cmdline.txt: one line" test "$(printf '%s\n' "$cmdline" | wc -l)" = 1
+  # raspi-firmware writes "rw" after root=; /etc/default/raspi-extra-cmdline appends "ro", and
+  # the kernel, the initramfs and systemd all take the last of the two.
+  check "cmdline.txt: root mounted ro (last of ro/rw: $(tr ' ' '\n' <<<"$cmdline" | grep -xE 'ro|rw' | tail -n 1))" \
+    test "$(tr ' ' '\n' <<<"$cmdline" | grep -xE 'ro|rw' | tail -n 1)" = ro
+else
+  # amd64 has no boot loader: QEMU boots the command line kept next to the image.
+  if [ -f "${IMG%.img}.cmdline" ]; then
+    c="$(cat "${IMG%.img}.cmdline")"
+    check "$(basename "${IMG%.img}").cmdline: root=LABEL=crier-root" grep -qw 'root=LABEL=crier-root' <<<"$c"
+    check "$(basename "${IMG%.img}").cmdline: root mounted ro (last of ro/rw)" test "$(tr ' ' '\n' <<<"$c" | grep -xE 'ro|rw' | tail -n 1)" = ro
+  else
+    echo "  --    no $(basename "${IMG%.img}").cmdline next to the image"
+  fi
 fi
 
 # ---- root partition --------------------------------------------------------------------------
@@ -65,8 +82,38 @@ exists() { debugfs -R "stat $1" "$EXT" 2>&1 | grep -q '^Inode:'; }
 check "root: label crier-root" sh -c "dumpe2fs -h '$EXT' 2>/dev/null | grep -q 'volume name: *crier-root'"
 check "root: /etc/hostname is crier" test "$(dbg 'cat /etc/hostname')" = crier
 check "root: /etc/hosts names localhost" grep -q '^127.0.0.1.*localhost' <<<"$(dbg 'cat /etc/hosts')"
-check "root: fstab mounts LABEL=crier-root and LABEL=CRIER-BOOT" sh -c "test \$(printf '%s\n' \"\$1\" | grep -cE '^LABEL=(crier-root|CRIER-BOOT)') = 2" _ "$(dbg 'cat /etc/fstab')"
-check "root: /etc/machine-id empty (generated on first boot)" test -z "$(dbg 'cat /etc/machine-id')"
+FSTAB="$(dbg 'cat /etc/fstab')"
+check "root: fstab mounts LABEL=crier-root, LABEL=CRIER-BOOT and LABEL=crier-data" sh -c "test \$(printf '%s\n' \"\$1\" | grep -cE '^LABEL=(crier-root|CRIER-BOOT|crier-data)[[:space:]]') = 3" _ "$FSTAB"
+# fstab_has TARGET FSTYPE OPTION [SOURCE]: a line mounting TARGET with that type and option.
+fstab_has() { awk -v t="$1" -v f="$2" -v o="$3" -v s="${4:-}" '
+  $1 !~ /^#/ && $2 == t && $3 == f && ("," $4 ",") ~ ("," o ",") && (s == "" || $1 == s) { found = 1 }
+  END { exit !found }' <<<"$FSTAB"; }
+check "root: fstab: / is LABEL=crier-root, ext4, ro" fstab_has / ext4 ro LABEL=crier-root
+data_fstab_ok() { awk '$1 == "LABEL=crier-data" && $2 == "/var/lib/crier-data" && $3 == "ext4" && $6 == 2 && ("," $4 ",") !~ /,ro,/ { f = 1 } END { exit !f }' <<<"$FSTAB"; }
+check "root: fstab: /var/lib/crier-data is LABEL=crier-data, ext4, rw, fsck pass 2" data_fstab_ok
+for t in /var/lib/crier /var/lib/systemd; do
+  check "root: fstab: $t bind-mounted from crier-data" fstab_has "$t" none bind "/var/lib/crier-data/${t##*/}"
+done
+for t in /tmp /var/tmp /var/log; do
+  check "root: fstab: $t is tmpfs" fstab_has "$t" tmpfs 'size=[0-9]+[kKmMgG%]?'
+done
+check "root: journal in RAM (Storage=volatile)" grep -qx 'Storage=volatile' <<<"$(dbg 'cat /etc/systemd/journald.conf.d/10-crier-image.conf')"
+check "root: /etc/.updated and /var/.updated (no ConditionNeedsUpdate= writes at boot)" sh -c "debugfs -R 'cat /etc/.updated' '$EXT' 2>/dev/null | grep -q '^TIMESTAMP_NSEC=[0-9]' && debugfs -R 'cat /var/.updated' '$EXT' 2>/dev/null | grep -q '^TIMESTAMP_NSEC=[0-9]'"
+empty_dir() { test "$(dbg "ls -p $1" | grep -c '^/')" = 2; }
+# Bind-mount targets: empty mount points (their content is on crier-data; nothing hides under them).
+while read -r src t; do
+  check "root: $t is an empty mount point (content on crier-data/${src#/var/lib/crier-data/})" empty_dir "$t"
+done < <(awk '$1 ~ "^/var/lib/crier-data/" && $3 == "none" { print $1, $2 }' <<<"$FSTAB")
+check "root: /var/lib/crier-data is an empty mount point" empty_dir /var/lib/crier-data
+check "root: tmpfiles.d ran at build time (/var/lib/private, /var/cache/private exist)" sh -c "debugfs -R 'stat /var/lib/private' '$EXT' 2>/dev/null | grep -q 'Type: directory' && debugfs -R 'stat /var/cache/private' '$EXT' 2>/dev/null | grep -q 'Type: directory'"
+check "root: /var/lib/dbus/machine-id -> /etc/machine-id (tmpfiles makes no link at boot)" sh -c "debugfs -R 'stat /var/lib/dbus/machine-id' '$EXT' 2>/dev/null | grep -q 'Fast link dest: \"/etc/machine-id\"'"
+if [ "$ARCH" = arm64 ]; then
+  # raspi-firmware regenerates cmdline.txt on every kernel upgrade; this file keeps the "ro".
+  check "root: /etc/default/raspi-extra-cmdline has ro (kept by kernel upgrades)" grep -qw ro <<<"$(dbg 'cat /etc/default/raspi-extra-cmdline')"
+fi
+check "root: crier-growdata.service enabled" exists /etc/systemd/system/multi-user.target.wants/crier-growdata.service
+check "root: crier-image-layout.service enabled" exists /etc/systemd/system/multi-user.target.wants/crier-image-layout.service
+check "root: /etc/machine-id empty (a transient ID each boot on the read-only root)" test -z "$(dbg 'cat /etc/machine-id')"
 check "root: root account locked, no password" grep -qE '^root:!' <<<"$(dbg 'cat /etc/shadow')"
 check "root: no SSH server" sh -c "! debugfs -R 'stat /usr/sbin/sshd' '$EXT' 2>&1 | grep -q '^Inode:'"
 check "root: resolv.conf carries nothing of the build host" sh -c "test -z \"\$(debugfs -R 'cat /etc/resolv.conf' '$EXT' 2>/dev/null | grep -v '^#')\" || debugfs -R 'stat /etc/resolv.conf' '$EXT' 2>/dev/null | grep -q 'Type: symlink'"
@@ -77,6 +124,19 @@ if exists /usr/bin/crier; then
   check "root: crier.service enabled" exists /etc/systemd/system/multi-user.target.wants/crier.service
 else
   echo "  --    no /usr/bin/crier (image built without --deb)"
+fi
+
+# ---- data partition (crier-data) -------------------------------------------------------------
+check "data: e2fsck clean" e2fsck -fn "$DATA"
+check "data: label crier-data" sh -c "dumpe2fs -h '$DATA' 2>/dev/null | grep -q 'volume name: *crier-data'"
+while read -r src t; do
+  n="${src#/var/lib/crier-data/}"
+  check "data: /$n (bound to $t)" sh -c "debugfs -R 'stat /$n' '$DATA' 2>/dev/null | grep -q 'Type: directory'"
+done < <(awk '$1 ~ "^/var/lib/crier-data/" && $3 == "none" { print $1, $2 }' <<<"$FSTAB")
+check "data: /systemd holds systemd's state from the build (deb-systemd-helper-enabled)" sh -c "debugfs -R 'ls /systemd' '$DATA' 2>/dev/null | grep -q deb-systemd-helper-enabled"
+if exists /usr/bin/crier; then
+  cuid="$(dbg 'cat /etc/passwd' | awk -F: '$1 == "crier" { print $3 }')"
+  check "data: /crier owned by crier (uid ${cuid:-?}), mode 0750" sh -c "debugfs -R 'stat /crier' '$DATA' 2>/dev/null | grep -qE 'Mode: +0750' && debugfs -R 'stat /crier' '$DATA' 2>/dev/null | grep -qE 'User: +${cuid:-x} '"
 fi
 
 if ((fails)); then echo "check-image: $fails check(s) FAILED for $IMG"; exit 1; fi

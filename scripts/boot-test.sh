@@ -3,20 +3,30 @@
 #
 #   scripts/boot-test.sh [IMAGE]        (default out/crier-amd64.img, or its .img.xz)
 #
-#  1. copies the image (sparse) and prepares the copy for the test only:
-#     - crier.conf on the FAT partition (mcopy): server = tcp://10.0.2.100:7000, device.id = qemu
+#  1. copies the image (sparse, 256 MiB bigger: a card larger than the image) and prepares the
+#     copy for the test only:
+#     - crier.conf on the FAT partition (mcopy): server = tcp://10.0.2.100:7000, device.id = qemu,
+#       input = fifo:/run/crier/buttons (button presses from a test unit)
 #     - /etc/asound.conf on the root (debugfs): the VM has no sound card, so ALSA's default
 #       device becomes a "file" PCM recording to /tmp; crier can then speak and ack "spoken".
+#     - test units: one prints the system state, one (first boot only) presses volume down
+#       through the FIFO so crier writes its state file.
 #  2. starts `crier order-sim` on the host loopback, boots the copy with the kernel/initrd of the
 #     build (IMAGE's .vmlinuz/.initrd/.cmdline), -nographic, serial console captured to a file,
 #     network ONLY -nic user,restrict=on,guestfwd=tcp:10.0.2.100:7000-... to 127.0.0.1:PORT
 #     (per connection through socat; BOOT_TEST_GUESTFWD=tcp for QEMU's single tcp chardev)
-#  3. waits (bounded, BOOT_TIMEOUT=180 s) for crier's "runtime: ready" line on the serial
-#     console, sends one order, waits for the server's "status=spoken" ack and crier's
-#     "alert: spoken" line, powers the VM off (ACPI), prints sizes and boot-to-ready time.
-# An image built without crier (no --deb) is checked on the boot path instead: systemd reaches
-# multi-user.target, and a probe unit (added to the copy) reaches the host through guestfwd and
-# prints the server's answer on the serial console.
+#  3. boot 1 (bounded, BOOT_TIMEOUT=180 s): crier's "runtime: ready"; the image's layout line
+#     ("crier-image: / ro (crier-root, writes refused), /var/lib/crier rw on crier-data, ...");
+#     crier-data grown to the end of the disk; the system "running"; one order spoken and acked
+#     ("status=spoken", "alert: spoken"); volume down pressed and crier's state file written.
+#     Then the plug is pulled (QEMU killed, no shutdown).
+#  4. boot 2, same disk: the layout line again, no second growth, crier loads the state file of
+#     boot 1 with the volume set there; ACPI power-off. Afterwards the root partition must be
+#     byte for byte what it was before boot 1, and both ext4 file systems clean (e2fsck -fn).
+#  Prints sizes and boot-to-ready times.
+# An image built without crier (no --deb) is checked on the boot path instead (boot 1 only):
+# systemd reaches multi-user.target, the layout line, and a probe unit (added to the copy)
+# reaches the host through guestfwd and prints the server's answer on the serial console.
 # Exit 0 on success; otherwise non-zero with the whole serial log printed. The serial log is
 # kept next to the image as <image>.serial.log.
 # Env: BOOT_TIMEOUT (s, default 180), CRIER_HOST_BIN (the host's crier for order-sim; default
@@ -47,21 +57,27 @@ fi
 IMG="${IMG%.xz}"
 base="${IMG%.img}"
 WORK="$(mktemp -d /tmp/crier-boot-test.XXXXXX)"
-SERIAL="$WORK/serial.log"
+SERIAL="$WORK/serial1.log"          # the console of the boot in progress (serial1, serial2)
 QEMU_PID="" SIM_PID="" PROBE_PID=""
+serial_logs() {
+  for f in "$WORK"/serial1.log "$WORK"/serial2.log; do
+    [ -f "$f" ] || continue
+    f2="${f##*/serial}"; echo "===== serial console, boot ${f2%.log} ====="
+    tr -d '\r' < "$f"
+  done
+}
 cleanup() {
   local rc=$?
   for p in $QEMU_PID $SIM_PID $PROBE_PID; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  [ -f "$SERIAL" ] && tr -d '\r' < "$SERIAL" > "$base.serial.log" 2>/dev/null || true
+  [ -f "$WORK/serial1.log" ] && serial_logs > "$base.serial.log" 2>/dev/null || true
   rm -rf "$WORK"
   exit $rc
 }
 trap cleanup EXIT
 fail() {
   say "FAILED: $*"
-  echo "===== serial log ($SERIAL) ====="
-  cat "$SERIAL" 2>/dev/null | tr -d '\r' || echo "(no serial output)"
+  [ -f "$WORK/serial1.log" ] && serial_logs || echo "(no serial output)"
   echo "===== end of serial log ====="
   [ -s "$WORK/server.log" ] && { echo "===== order server output ====="; cat "$WORK/server.log"; }
   exit 1
@@ -77,19 +93,25 @@ else
 fi
 for f in vmlinuz initrd cmdline; do [ -f "$base.$f" ] || fail "missing $base.$f (kept next to the image by build-image.sh)"; done
 DISK="$WORK/disk.img"
-# A card is bigger than the image: 256 MiB more lets crier-growroot show its first-boot growth.
+# A card is bigger than the image: 256 MiB more lets crier-growdata show its first-boot growth.
 truncate -s +256M "$DISK"
 
 mapfile -t starts < <(sfdisk -d "$DISK" | sed -n 's/.*start= *\([0-9]*\),.*/\1/p')
+mapfile -t sizes < <(sfdisk -d "$DISK" | sed -n 's/.*size= *\([0-9]*\),.*/\1/p')
+((${#starts[@]} == 3)) || fail "expected 3 partitions (boot, root, crier-data), found ${#starts[@]}"
 FAT="$DISK@@$((starts[0] * 512))"
 EXT="$DISK?offset=$((starts[1] * 512))"
+DATAFS="$DISK?offset=$((starts[2] * 512))"
+# root_sum: sha256 of the whole root partition (it must never change: the root is read-only).
+root_sum() { dd if="$DISK" bs=1M iflag=skip_bytes,count_bytes skip=$((starts[1] * 512)) count=$((sizes[1] * 512)) status=none | sha256sum | cut -d' ' -f1; }
 export MTOOLS_SKIP_CHECK=1
 
 # ---- test-only changes to the copy ---------------------------------------------------------
 # crier.conf: the image's file with the two test keys replaced.
-{ mtype -i "$FAT" ::/crier.conf 2>/dev/null | tr -d '\r' | grep -vE '^[[:space:]]*(server|device\.id)[[:space:]]*=' || true
+{ mtype -i "$FAT" ::/crier.conf 2>/dev/null | tr -d '\r' | grep -vE '^[[:space:]]*(server|device\.id|input)[[:space:]]*=' || true
   echo "server = tcp://10.0.2.100:7000"
-  echo "device.id = qemu"; } > "$WORK/crier.conf"
+  echo "device.id = qemu"
+  echo "input = fifo:/run/crier/buttons"; } > "$WORK/crier.conf"
 mcopy -o -i "$FAT" "$WORK/crier.conf" ::/crier.conf
 
 # ALSA: no sound card in the VM. The image's /etc/asound.conf (the package's named outputs)
@@ -118,7 +140,9 @@ Description=boot-test: report the system state on the console
 [Service]
 # simple, not oneshot: a oneshot's start job would keep the boot from ever finishing
 Type=simple
-ExecStart=/bin/sh -c 'echo "crier-boot-state: $(systemctl is-system-running --wait) failed units: [$(systemctl --failed --no-legend --plain | cut -d" " -f1 | tr "\\n" " ")]"'
+# The end state of the boot, then every journal line of this boot about a write the read-only
+# root refused (EROFS): the boot test fails on any.
+ExecStart=/bin/sh -c 'echo "crier-boot-state: $(systemctl is-system-running --wait) failed units: [$(systemctl --failed --no-legend --plain | cut -d" " -f1 | tr "\\n" " ")]"; journalctl -b --no-pager -o short-monotonic | grep -i "read-only file system" | head -n 5 | sed "s/^/crier-boot-erofs: /"; echo "crier-boot-erofs: end"'
 StandardOutput=journal+console
 [Install]
 WantedBy=multi-user.target
@@ -131,6 +155,30 @@ EOF2
 
 HAVE_CRIER=0
 debugfs -R "stat /usr/bin/crier" "$EXT" 2>&1 | grep -q '^Inode:' && HAVE_CRIER=1
+
+if ((HAVE_CRIER)); then
+  # First boot only (no state file yet): press volume down through crier's button FIFO (the
+  # crier.conf above), so crier writes /var/lib/crier/state on crier-data; the unit prints the
+  # file's volume once it is there. Boot 2 must find that volume.
+  cat > "$WORK/press.service" <<'EOF2'
+[Unit]
+Description=boot-test: press volume down once so crier saves its state
+After=crier.service
+RequiresMountsFor=/var/lib/crier
+ConditionPathExists=!/var/lib/crier/state
+[Service]
+Type=simple
+ExecStart=/bin/sh -c 'for i in $(seq 240); do [ -p /run/crier/buttons ] && break; sleep 0.5; done; echo "volume_down 0" > /run/crier/buttons; sleep 0.3; echo "volume_down 1" > /run/crier/buttons; for i in $(seq 60); do [ -s /var/lib/crier/state ] && break; sleep 0.5; done; sleep 1; echo "crier-boot-press: volume_down pressed; /var/lib/crier/state: $(grep -E "^(volume|muted)=" /var/lib/crier/state | tr "\\n" " ")"'
+StandardOutput=journal+console
+[Install]
+WantedBy=multi-user.target
+EOF2
+  debugfs -w -f - "$EXT" >/dev/null 2>&1 <<EOF2 || fail "debugfs could not add the press unit"
+write $WORK/press.service /etc/systemd/system/crier-boot-press.service
+cd /etc/systemd/system/multi-user.target.wants
+symlink crier-boot-press.service /etc/systemd/system/crier-boot-press.service
+EOF2
+fi
 
 # ---- host side: the order server on loopback ------------------------------------------------
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -201,19 +249,25 @@ if [ "${BOOT_TEST_GUESTFWD:-cmd}" = tcp ]; then
 else
   GUESTFWD="guestfwd=tcp:10.0.2.100:7000-cmd:socat - TCP:127.0.0.1:$PORT"
 fi
-MON_PORT=$(free_port)
 CMDLINE="$(cat "$base.cmdline") systemd.show_status=1"
-say "booting $(basename "$IMG") (TCG, $(nproc) host cores): $CMDLINE"
-TBOOT=$(date +%s.%N)
-qemu-system-x86_64 -accel tcg -machine q35 -cpu max -smp "${QEMU_SMP:-2}" -m "${QEMU_MEM:-512}" \
-  -nographic -no-reboot \
-  -kernel "$base.vmlinuz" -initrd "$base.initrd" -append "$CMDLINE" \
-  -drive "file=$DISK,format=raw,if=virtio" \
-  -nic "user,model=virtio-net-pci,restrict=on,$GUESTFWD" \
-  -chardev "file,id=serial0,path=$SERIAL" -serial chardev:serial0 \
-  -monitor "tcp:127.0.0.1:$MON_PORT,server=on,wait=off" \
-  < /dev/null > "$WORK/qemu.out" 2>&1 &
-QEMU_PID=$!
+ROOT_SUM_BEFORE=$(root_sum)
+
+# boot_vm N: starts QEMU on the disk, its serial console to $WORK/serialN.log (= $SERIAL).
+boot_vm() {
+  SERIAL="$WORK/serial$1.log"
+  MON_PORT=$(free_port)
+  say "boot $1: $(basename "$IMG") (TCG, $(nproc) host cores): $CMDLINE"
+  TBOOT=$(date +%s.%N)
+  qemu-system-x86_64 -accel tcg -machine q35 -cpu max -smp "${QEMU_SMP:-2}" -m "${QEMU_MEM:-512}" \
+    -nographic -no-reboot \
+    -kernel "$base.vmlinuz" -initrd "$base.initrd" -append "$CMDLINE" \
+    -drive "file=$DISK,format=raw,if=virtio" \
+    -nic "user,model=virtio-net-pci,restrict=on,$GUESTFWD" \
+    -chardev "file,id=serial0,path=$SERIAL" -serial chardev:serial0 \
+    -monitor "tcp:127.0.0.1:$MON_PORT,server=on,wait=off" \
+    < /dev/null > "$WORK/qemu.out" 2>&1 &
+  QEMU_PID=$!
+}
 
 # wait_for REGEX TIMEOUT: until REGEX is on the serial console; prints the seconds since boot.
 wait_for() {
@@ -225,17 +279,57 @@ wait_for() {
   done
   return 1
 }
+# line REGEX: the first serial line (from the match on) of the boot in progress.
+line() { tr -d '\r' < "$SERIAL" | grep -m1 -oE "$1.*" || true; }
 
-T_READY=$(wait_for "$READY_RE" "$BOOT_TIMEOUT") || fail "no '$READY_RE' on the serial console within ${BOOT_TIMEOUT}s"
-say "ready after ${T_READY}s: $(tr -d '\r' < "$SERIAL" | grep -m1 -E "$READY_RE")"
-T_MULTI=$(wait_for 'crier-boot-state: ' 90) || fail "the boot did not finish (no crier-boot-state line)"
-state="$(tr -d '\r' < "$SERIAL" | grep -m1 -o 'crier-boot-state: .*')"
-say "boot finished after ${T_MULTI}s: $state"
-grep -q 'crier-boot-state: running' <<<"$state" || fail "system not running: $state"
-grow="$(tr -d '\r' < "$SERIAL" | grep -m1 -o 'crier-growroot: .*' || true)"
-[ -n "$grow" ] && say "first boot: $grow"
+# check_boot N: what every boot must show: crier (or the probe) ready, the layout line, the
+# system running with no failed unit.
+LAYOUT_RE='crier-image: / ro \(crier-root, writes refused\), /var/lib/crier rw on crier-data, /var/lib/systemd rw on crier-data'
+check_boot() {
+  local t
+  t=$(wait_for "$READY_RE" "$BOOT_TIMEOUT") || fail "boot $1: no '$READY_RE' on the serial console within ${BOOT_TIMEOUT}s"
+  eval "T_READY$1=$t"
+  say "boot $1: ready after ${t}s: $(tr -d '\r' < "$SERIAL" | grep -m1 -E "$READY_RE")"
+  wait_for 'crier-image: ' 60 >/dev/null || fail "boot $1: no 'crier-image:' layout line on the console"
+  say "boot $1: $(line 'crier-image: ')"
+  [ -n "$(line "$LAYOUT_RE")" ] && [ -z "$(line 'NOT AS DESIGNED')" ] || fail "boot $1: storage layout not as designed: $(line 'crier-image: ')"
+  t=$(wait_for 'crier-boot-state: ' 90) || fail "boot $1: the boot did not finish (no crier-boot-state line)"
+  eval "T_MULTI$1=$t"
+  local state; state="$(line 'crier-boot-state: ')"
+  say "boot $1: finished after ${t}s: $state"
+  grep -q 'crier-boot-state: running' <<<"$state" || fail "boot $1: system not running: $state"
+  # Any write the read-only root refused is a journal line with "Read-only file system" (EROFS).
+  wait_for 'crier-boot-erofs: end' 30 >/dev/null || fail "boot $1: no 'crier-boot-erofs: end' line"
+  if tr -d '\r' < "$SERIAL" | grep 'crier-boot-erofs: ' | grep -qv 'crier-boot-erofs: end'; then
+    fail "boot $1: something tried to write the read-only root: $(tr -d '\r' < "$SERIAL" | grep 'crier-boot-erofs: ' | paste -sd'|')"
+  fi
+  say "boot $1: no write refused by the read-only root in the journal"
+}
+
+# power_off: ACPI power button, then wait (30 s) for QEMU to exit.
+power_off() {
+  say "powering off (ACPI)"
+  (exec 3<>"/dev/tcp/127.0.0.1/$MON_PORT"; echo system_powerdown >&3; sleep 1) 2>/dev/null || true
+  for _ in $(seq 60); do kill -0 "$QEMU_PID" 2>/dev/null || break; sleep 0.5; done
+  if kill -0 "$QEMU_PID" 2>/dev/null; then
+    say "no clean power-off within 30 s, stopping QEMU"; kill "$QEMU_PID"
+  else
+    say "VM powered off"
+  fi
+  wait "$QEMU_PID" 2>/dev/null || true; QEMU_PID=""
+}
+
+# ---- boot 1: first boot ----------------------------------------------------------------------
+boot_vm 1
+check_boot 1
+grow="$(line 'crier-growdata: ')"
+[ -n "$grow" ] || fail "boot 1: no 'crier-growdata:' line (first boot grows crier-data)"
+say "boot 1: $grow"
+grep -q 'grown from' <<<"$grow" || fail "boot 1: crier-data was not grown: $grow"
 
 if ((HAVE_CRIER)); then
+  say "boot 1: $(line 'state: no saved state' | cut -c1-100)"
+  [ -n "$(line 'state: no saved state at /var/lib/crier/state')" ] || fail "boot 1: crier did not start from an empty crier-data (no 'state: no saved state' line)"
   say "sending order 42 through order-sim"
   echo 42 >&4
   deadline=$(( $(date +%s) + ORDER_TIMEOUT ))
@@ -247,29 +341,48 @@ if ((HAVE_CRIER)); then
   T_SPOKEN=$(elapsed "$TBOOT")
   say "ack: $(grep -m1 'status=spoken' "$WORK/server.log")"
   wait_for 'alert: spoken' 20 >/dev/null || fail "no 'alert: spoken' line on the serial console"
-  say "serial: $(tr -d '\r' < "$SERIAL" | grep -m1 'alert: spoken')"
+  say "serial: $(line 'alert: spoken' | cut -c1-120)"
+  wait_for 'crier-boot-press: ' 60 >/dev/null || fail "boot 1: no 'crier-boot-press:' line (the volume press and state file)"
+  press="$(line 'crier-boot-press: ')"
+  say "boot 1: $press"
+  SAVED_VOLUME="$(grep -oE 'volume=[0-9]+' <<<"$press" || true)"
+  [ -n "$SAVED_VOLUME" ] || fail "boot 1: crier wrote no volume to /var/lib/crier/state: $press"
+
+  # Pull the plug: no shutdown, no sync. The root must not care; crier-data's journal and
+  # crier's atomic state writes must.
+  say "boot 1: pulling the plug (QEMU killed)"
+  kill -KILL "$QEMU_PID"; wait "$QEMU_PID" 2>/dev/null || true; QEMU_PID=""
+
+  # ---- boot 2: the same card again ---------------------------------------------------------
+  boot_vm 2
+  check_boot 2
+  [ -z "$(line 'crier-growdata: ')" ] || fail "boot 2: crier-data grown again: $(line 'crier-growdata: ')"
+  wait_for 'state: loaded /var/lib/crier/state' 30 >/dev/null || fail "boot 2: crier did not load its state file: $(line 'state: ')"
+  loaded="$(line 'state: loaded /var/lib/crier/state')"
+  say "boot 2: $loaded"
+  grep -qw "$SAVED_VOLUME" <<<"$loaded" || fail "boot 2: crier loaded another volume than boot 1 saved ($SAVED_VOLUME): $loaded"
+  say "boot 2: crier's state survived the power cut ($SAVED_VOLUME)"
   exec 4>&-
 fi
+power_off
 
-# ---- power off -------------------------------------------------------------------------------
-say "powering off (ACPI)"
-(exec 3<>"/dev/tcp/127.0.0.1/$MON_PORT"; echo system_powerdown >&3; sleep 1) 2>/dev/null || true
-for _ in $(seq 60); do kill -0 "$QEMU_PID" 2>/dev/null || break; sleep 0.5; done
-if kill -0 "$QEMU_PID" 2>/dev/null; then
-  say "no clean power-off within 30 s, stopping QEMU"; kill "$QEMU_PID"
-else
-  say "VM powered off"
-fi
-wait "$QEMU_PID" 2>/dev/null || true; QEMU_PID=""
+# The root partition is byte for byte what it was before boot 1; both ext4 file systems clean.
+[ "$(root_sum)" = "$ROOT_SUM_BEFORE" ] || fail "the root partition changed while booted (it must be read-only)"
+say "root partition unchanged after the boots (sha256 ${ROOT_SUM_BEFORE:0:16}...)"
+e2fsck -fn "$EXT" >/dev/null 2>&1 || fail "e2fsck: the root file system is not clean"
+e2fsck -fn "$DATAFS" >/dev/null 2>&1 || fail "e2fsck: the crier-data file system is not clean: $(e2fsck -fn "$DATAFS" 2>&1 | tail -n 3 | paste -sd'|')"
+say "e2fsck -fn: root and crier-data clean"
 
 # ---- report ----------------------------------------------------------------------------------
 mib() { echo $(( $1 >> 20 )); }
 raw=$(stat -c %s "$IMG" 2>/dev/null || stat -c %s "$DISK")
 echo "boot-test: PASSED"
 echo "  image:        $(basename "$IMG")  raw $(mib "$raw") MiB$( [ -f "$IMG.xz" ] && echo ", xz $(mib "$(stat -c %s "$IMG.xz")") MiB")"
+echo "  partitions:   boot $((sizes[0] / 2048)) MiB, root $((sizes[1] / 2048)) MiB (read-only), crier-data $((sizes[2] / 2048)) MiB in the image"
 echo "  kernel+initrd $(mib $(( $(stat -c %s "$base.vmlinuz") + $(stat -c %s "$base.initrd") ))) MiB (outside the image, amd64 only)"
 if ((HAVE_CRIER)); then
-  echo "  power-on to crier ready: ${T_READY}s (QEMU TCG)   order spoken+acked at ${T_SPOKEN}s"
+  echo "  power-on to crier ready: boot 1 ${T_READY1}s, boot 2 ${T_READY2}s (QEMU TCG)   order spoken+acked at ${T_SPOKEN}s of boot 1"
 else
-  echo "  power-on to probe line: ${T_READY}s, to boot finished (running): ${T_MULTI}s (QEMU TCG; no crier in this image)"
+  echo "  power-on to probe line: ${T_READY1}s, to boot finished (running): ${T_MULTI1}s (QEMU TCG; no crier in this image)"
 fi
+echo "  total: $(elapsed "$T0")s"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds a flashable Crier disk image (MBR: FAT32 boot + ext4 root) from Debian 12 packages.
+# Builds a flashable Crier disk image (MBR: FAT32 boot + read-only ext4 root + small ext4 data)
+# from Debian 12 packages.
 #
 #   scripts/build-image.sh --arch amd64|arm64 [--deb FILE] [--out FILE] [--mirror URL] [--no-xz]
 #                          [--reuse-root]   (development: keep the root tree of the last build
@@ -7,7 +8,9 @@
 #
 # The recipe is image/ (package lists, mmdebstrap hooks, overlay files); this script only runs
 # it and assembles the disk without loop mounts: mmdebstrap into a directory, mkfs.vfat + mcopy
-# for the boot partition, mkfs.ext4 -d for the root, sfdisk on a sparse file, dd at the offsets.
+# for the boot partition, mkfs.ext4 -d for the root and for crier-data (the state that the
+# image's fstab bind-mounts from it, moved out of the root tree), sfdisk on a sparse file, dd at
+# the offsets.
 # Outputs next to --out (default out/crier-<arch>.img):
 #   crier-<arch>.img             raw image (sparse)         crier-<arch>.img.xz(.sha256)
 #   crier-<arch>.manifest        package versions + inputs  crier-<arch>.build.log
@@ -86,7 +89,7 @@ if ((REUSE)) && [ -d "$WORK/root/etc" ] && tail -n 1 "$LOG" 2>/dev/null | grep -
   step "mmdebstrap: reusing $WORK/root (--reuse-root)"
   export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || date +%s)}"
   COMPONENTS=main; [ "$ARCH" = arm64 ] && COMPONENTS="main non-free-firmware"
-  rm -rf "$WORK/bootfs" "$WORK/boot.vfat" "$WORK/root.ext4"
+  rm -rf "$WORK/bootfs" "$WORK/boot.vfat" "$WORK/root.ext4" "$WORK/data.ext4"
 else
   step "mmdebstrap $SUITE $ARCH (log: $(basename "$LOG"))"
   rm -rf "$WORK"; mkdir -p "$WORK"
@@ -176,6 +179,32 @@ if [ "$ARCH" = amd64 ]; then
 fi
 ls "$WORK/bootfs" | sed 's/^/  /' | paste -sd' ' | cut -c1-200
 
+# The root is mounted read-only; what must persist lives on crier-data (mounted at
+# /var/lib/crier-data) and is bind-mounted where programs expect it. The image's fstab is the one
+# list of what that is: for every "/var/lib/crier-data/NAME  TARGET  none  bind" line, TARGET's
+# content moves from the root tree to NAME on the data partition (owners and modes kept), and
+# TARGET stays as an empty mount point.
+step "data partition content (bind mounts from the image's fstab)"
+mkdir -p "$WORK/data"
+binds=0
+while read -r src target _; do
+  name="${src#/var/lib/crier-data/}"
+  [ -n "$name" ] && [ "$name" != "$src" ] && [ "${target#/}" != "$target" ] || fail "bad bind line in fstab: $src $target"
+  mkdir -p "$R$target"
+  # (--reuse-root: a tree whose content was moved by an earlier run keeps that earlier copy)
+  [ -d "$WORK/data/$name" ] || cp -a "$R$target" "$WORK/data/$name"   # the directory itself: owner, mode
+  find "$R$target" -mindepth 1 -delete
+  echo "  $target -> crier-data/$name ($(du -sk "$WORK/data/$name" | cut -f1) KiB)"
+  binds=$((binds + 1))
+done < <(awk '$1 ~ "^/var/lib/crier-data/" && $3 == "none" && $4 ~ /(^|,)bind(,|$)/ { print $1, $2 }' "$R/etc/fstab")
+((binds)) || fail "the image's fstab bind-mounts nothing from /var/lib/crier-data"
+mkdir -p "$R/var/lib/crier-data"
+# systemd's tmpfiles.d/dbus.conf wants /var/lib/dbus/machine-id -> /etc/machine-id and makes it at
+# every boot if missing, which the read-only root refuses. customize-system.sh ran
+# systemd-tmpfiles, but mmdebstrap's final cleanup deletes this link again (it may carry the
+# build host's ID), so it is put back here, after mmdebstrap.
+mkdir -p "$R/var/lib/dbus"; ln -sfn /etc/machine-id "$R/var/lib/dbus/machine-id"
+
 # ---- 5. file systems -------------------------------------------------------------------------
 step "FAT32 boot file system (mkfs.vfat + mcopy)"
 BOOT_MB=40; [ "$ARCH" = arm64 ] && BOOT_MB=256    # FAT32 needs >= 33 MiB
@@ -187,18 +216,30 @@ echo "  ${BOOT_MB} MiB, ${need} MiB used"
 
 step "ext4 root file system (mkfs.ext4 -d)"
 used=$(du -sm "$R" | cut -f1)
-# +5 % and 48 MiB: journal, inode tables and some free space. The image stays small: the root
-# partition grows to the whole card on first boot (crier-growroot.service).
+# +5 % and 48 MiB: journal, inode tables and some free space for an integrator's changes. The
+# root keeps this size (it is read-only); the card's remaining space goes to crier-data on first
+# boot (crier-growdata.service).
 ROOT_MB=$(( (used * 105 / 100 + 48 + 3) / 4 * 4 ))
 rm -f "$WORK/root.ext4"; truncate -s "${ROOT_MB}M" "$WORK/root.ext4"
 E2FSPROGS_FAKE_TIME=$SOURCE_DATE_EPOCH mkfs.ext4 -q -F -L crier-root -m 1 -J size=8 -d "$R" "$WORK/root.ext4" "${ROOT_MB}M"
 e2fsck -fn "$WORK/root.ext4" >/dev/null 2>&1 || fail "e2fsck found errors in the new root file system"
 echo "  ${ROOT_MB} MiB, ${used} MiB used"
 
+step "ext4 data file system crier-data (mkfs.ext4 -d)"
+# Small in the image; grown online to the end of the card on first boot. 4 KiB blocks and the
+# default inode ratio (not mke2fs's "small" type with 1 KiB blocks) suit the grown size.
+DATA_MB=32
+data_used=$(du -sm "$WORK/data" | cut -f1)
+((data_used * 2 < DATA_MB)) || fail "crier-data content (${data_used} MiB) does not fit ${DATA_MB} MiB with room to spare"
+rm -f "$WORK/data.ext4"; truncate -s "${DATA_MB}M" "$WORK/data.ext4"
+E2FSPROGS_FAKE_TIME=$SOURCE_DATE_EPOCH mkfs.ext4 -q -F -L crier-data -b 4096 -T default -m 1 -d "$WORK/data" "$WORK/data.ext4" "${DATA_MB}M"
+e2fsck -fn "$WORK/data.ext4" >/dev/null 2>&1 || fail "e2fsck found errors in the new data file system"
+echo "  ${DATA_MB} MiB, $(du -sk "$WORK/data" | cut -f1) KiB used"
+
 # ---- 6. disk image ---------------------------------------------------------------------------
 step "partition table + assembly (sfdisk on a sparse file, dd)"
 rm -f "$OUT" "$OUT.xz" "$OUT.xz.sha256"
-TOTAL_MB=$((4 + BOOT_MB + ROOT_MB))
+TOTAL_MB=$((4 + BOOT_MB + ROOT_MB + DATA_MB))
 truncate -s "${TOTAL_MB}M" "$OUT"
 sfdisk -q "$OUT" <<EOF
 label: dos
@@ -206,9 +247,12 @@ label-id: 0x43524945
 unit: sectors
 start=$((4 * 2048)), size=$((BOOT_MB * 2048)), type=c, bootable
 start=$(((4 + BOOT_MB) * 2048)), size=$((ROOT_MB * 2048)), type=83
+start=$(((4 + BOOT_MB + ROOT_MB) * 2048)), size=$((DATA_MB * 2048)), type=83
 EOF
 dd if="$WORK/boot.vfat" of="$OUT" bs=1M seek=4 conv=notrunc,sparse status=none
 dd if="$WORK/root.ext4" of="$OUT" bs=1M seek=$((4 + BOOT_MB)) conv=notrunc,sparse status=none
+dd if="$WORK/data.ext4" of="$OUT" bs=1M seek=$((4 + BOOT_MB + ROOT_MB)) conv=notrunc,sparse status=none
+echo "  p1 CRIER-BOOT ${BOOT_MB} MiB, p2 crier-root ${ROOT_MB} MiB (read-only), p3 crier-data ${DATA_MB} MiB"
 
 step "check the image (no mounts)"
 bash "$ROOT/image/check-image.sh" --arch "$ARCH" "$OUT"

@@ -29,8 +29,14 @@ done
 echo "customize-raspi: config.txt extras from $custom"
 grep -v -E '^[[:space:]]*(kernel|initramfs|arm_64bit)[[:space:]=]' "$custom" > "$root/etc/default/raspi-firmware-custom" || true
 
-# Extra kernel parameters: quiet keeps the 115200-baud console for systemd's and crier's lines.
-echo "quiet" > "$root/etc/default/raspi-extra-cmdline"
+# Extra kernel parameters, appended at the end of cmdline.txt. ro: the root is mounted read-only
+# (docs/image.md, "Read-only root"). raspi-firmware writes a fixed "rw" after root=; the kernel,
+# the initramfs and systemd all take the LAST of ro/rw, so this "ro" wins (fstab says ro too, so
+# systemd-remount-fs keeps it). quiet keeps the 115200-baud console for systemd's and crier's
+# lines.
+echo "ro quiet" > "$root/etc/default/raspi-extra-cmdline"
 
 DEB_MAINT_PARAMS=configure chroot "$root" /etc/kernel/postinst.d/z50-raspi-firmware
 echo "customize-raspi: cmdline.txt: $(cat "$root/boot/firmware/cmdline.txt")"
+last=$(tr ' ' '\n' < "$root/boot/firmware/cmdline.txt" | grep -xE 'ro|rw' | tail -n 1)
+[ "$last" = ro ] || { echo "customize-raspi: cmdline.txt does not end up ro (last of ro/rw: ${last:-none})" >&2; exit 1; }

@@ -6,15 +6,19 @@ root="$1"
 src="$CRIER_IMAGE_DIR/rootfs"
 in_root() { chroot "$root" "$@"; }
 
-# 1. Overlay (hostname, hosts, fstab with LABELs, networkd, journald, crier drop-in).
+# 1. Overlay (hostname, hosts, fstab with LABELs and the read-only layout, networkd, journald,
+#    crier drop-in, the first-boot growth of crier-data and the layout report).
 (cd "$src" && find . -type f) | while read -r f; do
   install -D -m 0644 "$src/$f" "$root/$f"
 done
 chmod 0755 "$root/usr/local/sbin/"*
-in_root systemctl enable crier-growroot.service
+in_root systemctl enable crier-growdata.service crier-image-layout.service
 
-# 2. Identity. mmdebstrap's final cleanup empties /etc/machine-id (an empty file makes systemd
-#    generate a fresh ID on the first boot of every card and commit it), so nothing to do here.
+# 2. Identity. mmdebstrap's final cleanup empties /etc/machine-id. On the read-only root systemd
+#    cannot commit one: every boot gets a fresh, transient ID (mounted over /etc/machine-id from
+#    /run). Nothing in the image keeps state by it: the journal is in RAM anyway, and DHCP
+#    identifies the box by its MAC (rootfs/etc/systemd/network/80-wired.network), so the lease
+#    stays the same across boots.
 rm -f "$root/var/lib/dbus/machine-id"
 
 # 3. Accounts: root has no password and is locked ('!*'): no login on the serial getty or
@@ -36,3 +40,13 @@ done
 # 6. Serial console: systemd-getty-generator starts serial-getty@ on the console named last on
 #    the kernel command line (ttyS0 in QEMU, ttyS1 on a Pi 3/4/Zero 2 W), so no unit is enabled
 #    by hand; the kernel command line (build-image.sh / customize-raspi.sh) names it.
+
+
+# 7. Read-only root: systemd-tmpfiles-setup.service creates at every boot what tmpfiles.d(5)
+#    lists (e.g. /var/lib/private, /var/cache/private); on the read-only root a directory that
+#    is not there already is an error and a failed unit. So create it all now, except what lives
+#    in RAM at run time (/run, /tmp, /var/tmp, /var/log are tmpfs or created there at boot).
+#    /var/lib/systemd is still part of the tree here: build-image.sh moves it to crier-data.
+in_root systemd-tmpfiles --create --exclude-prefix=/dev --exclude-prefix=/proc --exclude-prefix=/sys \
+  --exclude-prefix=/run --exclude-prefix=/tmp --exclude-prefix=/var/tmp --exclude-prefix=/var/log 2>&1 |
+  sed 's/^/customize-system: systemd-tmpfiles: /' || true
