@@ -216,10 +216,10 @@ echo "  ${BOOT_MB} MiB, ${need} MiB used"
 
 step "ext4 root file system (mkfs.ext4 -d)"
 used=$(du -sm "$R" | cut -f1)
-# +5 % and 48 MiB: journal, inode tables and some free space for an integrator's changes. The
-# root keeps this size (it is read-only); the card's remaining space goes to crier-data on first
-# boot (crier-growdata.service).
-ROOT_MB=$(( (used * 105 / 100 + 48 + 3) / 4 * 4 ))
+# +5 % and 16 MiB: journal, inode tables and a little free space for an integrator's changes.
+# The root keeps this size (it is read-only, nothing grows on it); the card's remaining space
+# goes to crier-data on first boot (crier-growdata.service).
+ROOT_MB=$(( (used * 105 / 100 + 16 + 3) / 4 * 4 ))
 rm -f "$WORK/root.ext4"; truncate -s "${ROOT_MB}M" "$WORK/root.ext4"
 E2FSPROGS_FAKE_TIME=$SOURCE_DATE_EPOCH mkfs.ext4 -q -F -L crier-root -m 1 -J size=8 -d "$R" "$WORK/root.ext4" "${ROOT_MB}M"
 e2fsck -fn "$WORK/root.ext4" >/dev/null 2>&1 || fail "e2fsck found errors in the new root file system"
@@ -228,7 +228,7 @@ echo "  ${ROOT_MB} MiB, ${used} MiB used"
 step "ext4 data file system crier-data (mkfs.ext4 -d)"
 # Small in the image; grown online to the end of the card on first boot. 4 KiB blocks and the
 # default inode ratio (not mke2fs's "small" type with 1 KiB blocks) suit the grown size.
-DATA_MB=32
+DATA_MB=16
 data_used=$(du -sm "$WORK/data" | cut -f1)
 ((data_used * 2 < DATA_MB)) || fail "crier-data content (${data_used} MiB) does not fit ${DATA_MB} MiB with room to spare"
 rm -f "$WORK/data.ext4"; truncate -s "${DATA_MB}M" "$WORK/data.ext4"
