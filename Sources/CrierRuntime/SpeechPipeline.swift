@@ -30,10 +30,12 @@ public struct SpeechPipeline: Sendable {
         return r.utterance
     }
 
-    /// Synthesizes and resamples to `rate` (the device's rate).
+    /// Synthesizes, drops espeak's leading silence (SilenceTrim) and resamples to `rate` (the
+    /// device's rate).
     public func clip(_ u: Utterance, rate: Int) async throws(SpeechError) -> Clip {
         let voice = config.speech.voices[u.lang]!
-        let audio = try await speech.synthesize(u, voice: voice)
+        var audio = try await speech.synthesize(u, voice: voice)
+        audio.samples.removeFirst(SilenceTrim.leadingSilence(audio.samples, rate: audio.rate))
         let floats = audio.floats
         let r = audio.rate == resampler.inputRate && rate == resampler.outputRate ? resampler : Resampler(from: audio.rate, to: rate)
         return Clip(samples: r.process(floats))

@@ -890,14 +890,17 @@ def make_summary(R):
     if lc and lp and "w_p50" in lc and "w_p50" in lp:
         out.append("- **Latency.** Crier hands the first loud sample to ALSA %.1f ms (median) after the order "
                    "was sent, the peer %.1f ms (%.0f×). Through the FIFO harness the medians are %.1f vs %.1f ms "
-                   "(%.1f×): the `file` plugin's one-buffer hold-back costs Crier, which paces itself, about a "
-                   "period, and costs aplay, which dumps the clip at once, nothing. Tails (p99 %.0f / %.0f ms at "
+                   "(%.1f×): the `file` plugin holds back one buffer (80 ms) and lets audio out only as more is "
+                   "written after it, so a writer that paces itself like a sound card (Crier) releases its "
+                   "first loud sample one to three 20 ms periods later, in steps, while aplay, which dumps the "
+                   "whole clip at once, pays nothing; on a real device the listener hears both at stream "
+                   "time. Tails (p99 %.0f / %.0f ms at "
                    "writei) follow the machine's load, for both." % (
                        lc["w_p50"], lp["w_p50"], lp["w_p50"] / lc["w_p50"], lc["p50"], lp["p50"], lp["p50"] / lc["p50"],
                        lc["w_p99"], lp["w_p99"]))
     ic = R.get("idle_crier")
     if ic:
-        out.append("- **Idle.** %.2f %% of a core and %.1f wakeups/s on the null PCM (one per 20 ms period)." % (
+        out.append("- **Idle.** %.2f %% of a core and %.1f wakeups/s on the null PCM (idle, silence goes out four periods at a time; docs/audio.md)." % (
             ic["cpu_pct"], ic["wakeups"]))
     vm = R.get("vm")
     if vm and vm.get("aplay_same"):
@@ -907,8 +910,8 @@ def make_summary(R):
                        vm["aplay_default"]["cpu_pct"], vm["crier"]["wakeups"], vm["aplay_same"]["wakeups"]))
     a, si = R.get("alerts"), R.get("static_idle")
     if a:
-        t = "- **Memory.** Idle %s peak RSS, of which %s anonymous and %s file-backed (mapped Swift runtime, " \
-            "Foundation, libespeak-ng, libasound code)" % (mb(a["idle_hwm_kb"]), mb(a["idle_anon_kb"]), mb(a["idle_file_kb"]))
+        t = "- **Memory.** Idle %s peak RSS, of which %s anonymous and %s file-backed (mapped code: the " \
+            "Swift runtime, libespeak-ng and what it links (PulseAudio, X11), libcrypto, libasound)" % (mb(a["idle_hwm_kb"]), mb(a["idle_anon_kb"]), mb(a["idle_file_kb"]))
         if si:
             t += "; the static build %s (%s anonymous, %s file-backed)" % (mb(si["VmHWM"]), mb(si["RssAnon"]), mb(si["RssFile"]))
         t += ". %d alerts add %s; the burst's peak is %s." % (a["n"], mb(a["hwm_kb"] - a["idle_hwm_kb"]),
@@ -936,7 +939,7 @@ def write_doc(path, b, info, table, load_start, load_end, elapsed, quick):
         vm_line = "not in this run (`--quick` skips the VM; `--vm on` adds it)"
     mem_note = ""
     if si:
-        mem_note = (" The dynamically linked build maps the Swift runtime and Foundation as shared libraries; "
+        mem_note = (" The dynamically linked build maps the Swift runtime as shared libraries; "
                     "idle it had %s resident of which %s file-backed; the static build (what the .deb ships) "
                     "is measured in its own rows." % (mb(a.get("idle_rss_kb")), mb(a.get("idle_file_kb"))))
     doc = f"""# Benchmarks: Crier vs the shell script a shop would write
