@@ -135,6 +135,8 @@ class OrderServer:
                 c, _ = self.sock.accept()
             except socket.timeout:
                 continue
+            except OSError:
+                return  # closed by close() between the check and accept()
             threading.Thread(target=self.client, args=(c,), daemon=True).start()
 
     def client(self, c):
