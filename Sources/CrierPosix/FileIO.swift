@@ -46,8 +46,17 @@ public enum FileIO {
     }
 
     /// Writes the file whole: to PATH.tmp, then renamed over PATH, so a reader (or a power
-    /// cut) never sees half of it.
+    /// cut) never sees half of it. A path that exists and is not a regular file (/dev/stdout, a
+    /// FIFO) is written directly.
     public static func write(_ path: String, _ bytes: [UInt8]) throws(SystemError) {
+        var st = stat()
+        if stat(path, &st) == 0 && (st.st_mode & S_IFMT) != S_IFREG {
+            let fd = open(path, O_WRONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw SystemError("open", path: path) }
+            defer { close(fd) }
+            guard writeAll(fd, bytes) else { throw SystemError("write", path: path) }
+            return
+        }
         let tmp = path + ".tmp"
         let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw SystemError("open", path: tmp) }

@@ -18,6 +18,21 @@ struct CrierPosixTests {
         #expect(!FileIO.exists(p + ".tmp"))
     }
 
+    @Test func writesAFifoDirectly() throws {
+        let p = tempPath("fifo")
+        defer { unlink(p) }
+        #expect(mkfifo(p, 0o600) == 0)
+        let got = Mutex<[UInt8]>([])
+        let reader = try PosixThread(name: "fifo-reader") {
+            let bytes = (try? FileIO.read(p)) ?? []
+            got.withLock { $0 = bytes }
+        }
+        try FileIO.write(p, Array("RIFF".utf8))
+        reader.join()
+        #expect(got.withLock { $0 } == Array("RIFF".utf8))
+        #expect(!FileIO.exists(p + ".tmp"))
+    }
+
     @Test func readSaysWhyNot() throws {
         let missing = tempPath("missing")
         #expect(throws: SystemError("open", path: missing, code: ENOENT)) { try FileIO.read(missing) }
