@@ -147,11 +147,15 @@ StandardOutput=journal+console
 [Install]
 WantedBy=multi-user.target
 EOF2
-debugfs -w -f - "$EXT" >/dev/null 2>&1 <<EOF2 || fail "debugfs could not add the state unit"
-write $WORK/state.service /etc/systemd/system/crier-boot-state.service
+# Puts a test-only unit FILE into the image as NAME.service, enabled for multi-user.target.
+add_unit() {
+  debugfs -w -f - "$EXT" >/dev/null 2>&1 <<EOF2 || fail "debugfs could not add the unit $1"
+write $2 /etc/systemd/system/$1.service
 cd /etc/systemd/system/multi-user.target.wants
-symlink crier-boot-state.service /etc/systemd/system/crier-boot-state.service
+symlink $1.service /etc/systemd/system/$1.service
 EOF2
+}
+add_unit crier-boot-state "$WORK/state.service"
 
 HAVE_CRIER=0
 debugfs -R "stat /usr/bin/crier" "$EXT" 2>&1 | grep -q '^Inode:' && HAVE_CRIER=1
@@ -173,11 +177,7 @@ StandardOutput=journal+console
 [Install]
 WantedBy=multi-user.target
 EOF2
-  debugfs -w -f - "$EXT" >/dev/null 2>&1 <<EOF2 || fail "debugfs could not add the press unit"
-write $WORK/press.service /etc/systemd/system/crier-boot-press.service
-cd /etc/systemd/system/multi-user.target.wants
-symlink crier-boot-press.service /etc/systemd/system/crier-boot-press.service
-EOF2
+  add_unit crier-boot-press "$WORK/press.service"
 fi
 
 # ---- host side: the order server on loopback ------------------------------------------------
