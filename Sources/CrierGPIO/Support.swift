@@ -9,7 +9,10 @@ import Glibc
 func pollFDs(_ fds: [Int32], wake: Int32, until deadline: Double?) -> [Int16] {
     var pfds = fds.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
     pfds.append(pollfd(fd: wake, events: Int16(POLLIN), revents: 0))
-    let n = poll(&pfds, nfds_t(pfds.count), Monotonic.pollTimeout(until: deadline))
+    var timeout = Monotonic.pollTimeout(until: deadline)
+    // No wake pipe (out of descriptors): look at the stop flag at least every 200 ms instead.
+    if wake < 0 { timeout = timeout < 0 ? 200 : min(timeout, 200) }
+    let n = poll(&pfds, nfds_t(pfds.count), timeout)
     if n <= 0 { return fds.map { _ in 0 } }
     return pfds.dropLast().map(\.revents)
 }

@@ -176,38 +176,3 @@ enum Sock {
     }
 }
 
-/// A pipe whose read end wakes a poll loop from another thread.
-final class WakePipe: Sendable {
-    let readFD: Int32
-    let writeFD: Int32
-
-    init() {
-        var fds: [Int32] = [-1, -1]
-        if pipe(&fds) != 0 {
-            // Out of file descriptors at start-up: nothing sensible can run without them.
-            fatalError("cannot create a wake pipe: \(errnoText(errno))")
-        }
-        for fd in fds {
-            Sock.setNonBlocking(fd)
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        }
-        readFD = fds[0]
-        writeFD = fds[1]
-    }
-
-    func wake() {
-        var b: UInt8 = 1
-        _ = Glibc.write(writeFD, &b, 1)  // a full pipe already means "wake up"
-    }
-
-    func drain() {
-        var buf = [UInt8](repeating: 0, count: 64)
-        while Glibc.read(readFD, &buf, buf.count) > 0 {}
-    }
-
-    deinit {
-        close(readFD)
-        close(writeFD)
-    }
-}
-

@@ -115,9 +115,11 @@ public final class ControlServer: Sendable {
             }
         }
         listenFD = fd
-        do {
+        do throws(SystemError) {
             stopLatch = WakePipe()
             stopped = WakePipe()
+            // Without its pipes the accept loop could not be stopped.
+            if let e = stopLatch.failure ?? stopped.failure { throw e }
             try PosixThread.detach(name: "crier-control") { [self] in
                 self.acceptLoop()
                 self.stopped.wake()

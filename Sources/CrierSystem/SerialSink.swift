@@ -83,6 +83,8 @@ public final class SerialSink: LogSink {
         self.clock = clock
         wake = WakePipe()
         done = WakePipe()
+        // Without its pipes the writer could neither be woken nor stopped.
+        if let e = wake.failure ?? done.failure { throw e }
         let speed = try SerialSink.speed(options.baud)
         try PosixThread.detach(name: "crier-serial") { [self] in
             self.writerLoop(speed: speed)

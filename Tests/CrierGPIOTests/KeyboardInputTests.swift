@@ -71,4 +71,12 @@ struct KeyboardInputTests {
         w.wake()
         #expect(input.wait(until: nil, wakeFD: w.readFD).isEmpty)
     }
+
+    @Test("without a wake pipe (fd -1) a wait with no deadline still returns within 200 ms")
+    func noWakePipeStillReturns() {
+        let t = Monotonic.now()
+        #expect(pollFDs([], wake: -1, until: nil).isEmpty)
+        let took = Monotonic.now() - t
+        #expect(took >= 0.15 && took < 1, "\(took)")
+    }
 }
