@@ -149,6 +149,19 @@ public final class SerialSink: LogSink {
         var nextOpen = 0.0
         defer { if fd >= 0 { Glibc.close(fd) } }
 
+        // The port went away (EIO, ENODEV, a hang-up): close it, count it, try again later. The
+        // line in flight stays in `pending` for the next port.
+        func lose(_ why: String) {
+            Glibc.close(fd)
+            fd = -1
+            nextOpen = Monotonic.now() + options.reopenInterval
+            state.withLock { s in
+                s.counters.open = false
+                s.counters.portLost += 1
+                s.counters.lastError = why
+            }
+        }
+
         while true {
             let (stopping, deadline) = state.withLock { ($0.stopping, $0.flushDeadline) }
             if stopping, let deadline, Monotonic.now() >= deadline { return }
@@ -203,15 +216,8 @@ public final class SerialSink: LogSink {
                 if n < 0 && (err == EAGAIN || err == EWOULDBLOCK) {
                     waitForPort = true
                 } else {
-                    // EIO, ENODEV, ENXIO...: the port went away. Keep the line for the next one.
-                    Glibc.close(fd)
-                    fd = -1
-                    nextOpen = Monotonic.now() + options.reopenInterval
-                    state.withLock { s in
-                        s.counters.open = false
-                        s.counters.portLost += 1
-                        s.counters.lastError = SystemError("write", path: path, code: err).description
-                    }
+                    // EIO, ENODEV, ENXIO...
+                    lose(SystemError("write", path: path, code: err).description)
                     continue
                 }
             }
@@ -231,14 +237,7 @@ public final class SerialSink: LogSink {
             let r = poll(&fds, nfds_t(fds.count), Monotonic.pollTimeout(until: until))
             if r > 0 && fds[0].revents != 0 { wake.drain() }
             if waitForPort, fds.count > 1, fds[1].revents & Int16(POLLHUP | POLLERR | POLLNVAL) != 0 {
-                Glibc.close(fd)
-                fd = -1
-                nextOpen = Monotonic.now() + options.reopenInterval
-                state.withLock { s in
-                    s.counters.open = false
-                    s.counters.portLost += 1
-                    s.counters.lastError = "\(path): hung up"
-                }
+                lose("\(path): hung up")
             }
         }
     }

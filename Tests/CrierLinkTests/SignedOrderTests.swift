@@ -11,6 +11,15 @@ private func signedLine(_ o: Order, ts: Int64, key k: [UInt8] = key) -> String {
     return String(decoding: JSON.write(.object(obj)), as: UTF8.self) + "\n"
 }
 
+/// A started link to the order server on `port`, as device "box" with the test key.
+private func keyedLink(port: Int) -> (OrderLink, EventSink, MemoryLogSink) {
+    let (log, logs) = makeLog()
+    let events = EventSink()
+    let link = OrderLink(config: keyedConfig(port: port), deviceID: "box", log: log, options: fastOptions(), onEvent: events.add)
+    link.start()
+    return (link, events, logs)
+}
+
 private func keyedConfig(port: Int) -> LinkConfig {
     var c = linkConfig(port: port)
     c.key = key
@@ -97,10 +106,7 @@ struct SignedOrderLinkTests {
         let port = try server.start()
         defer { server.stop() }
         #expect(lines.all.first?.hasSuffix("signed=yes") == true)
-        let (log, logs) = makeLog()
-        let events = EventSink()
-        let link = OrderLink(config: keyedConfig(port: port), deviceID: "box", log: log, options: fastOptions(), onEvent: events.add)
-        link.start()
+        let (link, events, logs) = keyedLink(port: port)
         defer { link.stop() }
         #expect(eventually { events.connects == 1 })
         server.submit("42")
@@ -127,10 +133,7 @@ struct SignedOrderLinkTests {
         let server = OrderServer(config: sc, output: lines.add)
         let port = try server.start()
         defer { server.stop() }
-        let (log, logs) = makeLog()
-        let events = EventSink()
-        let link = OrderLink(config: keyedConfig(port: port), deviceID: "box", log: log, options: fastOptions(), onEvent: events.add)
-        link.start()
+        let (link, events, logs) = keyedLink(port: port)
         defer { link.stop() }
         #expect(eventually { events.connects == 1 })
         server.submit("7")
