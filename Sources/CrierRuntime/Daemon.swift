@@ -115,6 +115,9 @@ public actor Daemon {
         if let c = current {
             log.warning("current alert still playing at the end of the grace period; cutting it", ["ids": c.alert.orderIDs.joined(separator: ",")])
             engine.stop(id: c.clip)
+        } else if let id = playingClip {
+            // A prompt or `crier say` text: nothing to ack, but it must not hold up the stop.
+            engine.stop(id: id)
         }
     }
 
@@ -312,6 +315,8 @@ public actor Daemon {
     /// The end of the clip the speaker loop waits for; ends of any other (a replaced engine's
     /// late callback) are ignored.
     var clipEnd: ClipEnd?
+    /// The engine's id of the clip the loop waits for (alert, prompt or `crier say` text).
+    var playingClip: UInt64?
     var expectedClip: UInt64?
     var clipTokens: UInt64 = 0
 
@@ -322,7 +327,9 @@ public actor Daemon {
     @discardableResult
     func startClip(_ clip: Clip, gain: Double) -> UInt64 {
         let token = newClipToken()
-        return engine.play(clip, gain: gain, onEnd: { end in Task { await self.clipDone(token: token, end) } })
+        let id = engine.play(clip, gain: gain, onEnd: { end in Task { await self.clipDone(token: token, end) } })
+        playingClip = id
+        return id
     }
 
     func newClipToken() -> UInt64 {
@@ -345,6 +352,7 @@ public actor Daemon {
         while true {
             if let e = clipEnd {
                 clipEnd = nil
+                playingClip = nil
                 return e
             }
             await sleep(until: meanwhile())
