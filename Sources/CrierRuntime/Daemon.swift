@@ -255,9 +255,19 @@ public actor Daemon {
         let t0 = Self.now()
         let clip: Clip
         let ends: [Int]
-        do {
-            (clip, ends) = try await pipeline.clip(parts: parts, rate: engine.config.format.rate)
-        } catch {
+        let (pipeline, rate) = (self.pipeline, engine.config.format.rate)
+        // A long text takes a while to synthesize: waiting orders still expire at their ttl.
+        let synthesized = await servicingExpiries { () async -> Result<(clip: Clip, ends: [Int]), SpeechError> in
+            do throws(SpeechError) {
+                return .success(try await pipeline.clip(parts: parts, rate: rate))
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch synthesized {
+        case .success(let s):
+            (clip, ends) = (s.clip, s.ends)
+        case .failure(let error):
             alertLog.error("could not synthesize; rejecting", ["ids": alert.orderIDs.joined(separator: ","), "error": error.description])
             for ack in queue.finished(alert, now: Self.now()) where alert.occasion == .first {
                 report(Ack(id: ack.id, status: .rejected, reason: "speech_failed", message: error.description))
@@ -265,9 +275,9 @@ public actor Daemon {
             return
         }
         let synthMs = (Self.now() - t0) * 1000
-        let rate = Double(engine.config.format.rate)
+        let rateHz = Double(engine.config.format.rate)
         let id = startClip(clip, gain: 1)
-        alertLog.info("saying", ["ids": alert.orderIDs.joined(separator: ","), "seconds": Format.fixed(Double(clip.samples.count) / rate, 1),
+        alertLog.info("saying", ["ids": alert.orderIDs.joined(separator: ","), "seconds": Format.fixed(Double(clip.samples.count) / rateHz, 1),
                                  "synth_ms": Format.fixed(synthMs, 1)])
         current = (alert, id)
         var interrupting = false
@@ -306,10 +316,36 @@ public actor Daemon {
                 let why = stopping ? "stopping; not acked, the server redelivers them"
                     : interrupting ? "interrupted by a more urgent order; said again after it"
                     : "cut short; said again"
-                alertLog.info("not heard in full", ["ids": unheard.joined(separator: ","), "heard_s": Format.fixed(Double(end.heardFrames) / rate, 1),
+                alertLog.info("not heard in full", ["ids": unheard.joined(separator: ","), "heard_s": Format.fixed(Double(end.heardFrames) / rateHz, 1),
                                                     "why": why])
             }
         }
+    }
+
+    var sideWork: UInt64 = 0
+    var sideWorkDone = false
+
+    /// Runs `work` off the actor while the loop keeps acking expiries at their ttl.
+    func servicingExpiries<T: Sendable>(_ work: @escaping @Sendable () async -> T) async -> T {
+        sideWork &+= 1
+        sideWorkDone = false
+        let token = sideWork
+        let task = Task.detached { await work() }
+        Task {
+            _ = await task.value
+            self.finishedSideWork(token)
+        }
+        while !sideWorkDone {
+            for ack in queue.expire(now: Self.now()) { report(ack) }
+            await sleep(until: queue.nextExpiry)
+        }
+        return await task.value
+    }
+
+    func finishedSideWork(_ token: UInt64) {
+        guard token == sideWork else { return }
+        sideWorkDone = true
+        poke()
     }
 
     /// The end of the clip the speaker loop waits for; ends of any other (a replaced engine's
