@@ -149,7 +149,17 @@ public final class AudioEngine: Sendable {
     public func play(_ clip: Clip, gain: Double = 1, onEnd: @escaping @Sendable (ClipEnd) -> Void) -> UInt64 {
         let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
         let now = Monotonic.now()
-        inbox.withLock { $0.adds.append((id, clip, gain, now, onEnd)) }
+        // A clip handed to a stopped engine ends at once: its thread may be gone, and nobody
+        // would ever call back (a caller waiting on it would hang).
+        let refused = inbox.withLock { i -> Bool in
+            if i.stopping { return true }
+            i.adds.append((id, clip, gain, now, onEnd))
+            return false
+        }
+        if refused {
+            onEnd(ClipEnd(.shutdown, heardFrames: 0))
+            return id
+        }
         wake.wake()
         return id
     }

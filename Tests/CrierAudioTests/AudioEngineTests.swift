@@ -199,6 +199,14 @@ import Testing
         #expect(await t.value == .shutdown)
     }
 
+    @Test(.timeLimit(.minutes(1))) func aClipPlayedAfterStopEndsAtOnceWithShutdown() async throws {
+        let e = engine("nosuchcard_xyz", log: MemoryLogSink())
+        e.start()
+        e.stop()
+        // Before: queued in an inbox nobody drains any more, and the caller waited for ever.
+        #expect(await e.playAndWait(tone(ms: 100)) == .shutdown)
+    }
+
     @Test func gainChangeLowersLevel() async throws {
         let wav = tempDir() + "/g.wav"
         let e = engine("file:'\(wav)',wav", log: MemoryLogSink())
