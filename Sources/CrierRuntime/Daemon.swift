@@ -255,11 +255,11 @@ public actor Daemon {
         let t0 = Self.now()
         let clip: Clip
         let ends: [Int]
-        let (pipeline, rate) = (self.pipeline, engine.config.format.rate)
+        let (speech, outRate) = (pipeline, engine.config.format.rate)
         // A long text takes a while to synthesize: waiting orders still expire at their ttl.
         let synthesized = await servicingExpiries { () async -> Result<(clip: Clip, ends: [Int]), SpeechError> in
             do throws(SpeechError) {
-                return .success(try await pipeline.clip(parts: parts, rate: rate))
+                return .success(try await speech.clip(parts: parts, rate: outRate))
             } catch {
                 return .failure(error)
             }
