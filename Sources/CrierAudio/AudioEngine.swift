@@ -15,6 +15,21 @@ public enum ClipOutcome: Sendable, Equatable {
     case shutdown
 }
 
+/// How a clip ended and how much of it was heard: the daemon acks `spoken` only the orders
+/// whose part of a clip lies within `heardFrames` (docs/protocol.md, "Partial alerts").
+public struct ClipEnd: Sendable, Equatable {
+    public var outcome: ClipOutcome
+    /// Frames of the clip that left the device at full level: all of them when played, up to
+    /// where the fade-out began when stopped, 0 when the engine shut down or was replaced first
+    /// (not known, so counted as not heard).
+    public var heardFrames: Int
+
+    public init(_ outcome: ClipOutcome, heardFrames: Int) {
+        self.outcome = outcome
+        self.heardFrames = heardFrames
+    }
+}
+
 /// Settings the engine is built with (from `audio.*` in crier.conf).
 public struct AudioEngineConfig: Sendable {
     public var device: String
@@ -63,7 +78,7 @@ public final class AudioEngine: Sendable {
     let wake = WakePipe()
 
     private struct Inbox {
-        var adds: [(UInt64, Clip, Double, Double, @Sendable (ClipOutcome) -> Void)] = []
+        var adds: [(UInt64, Clip, Double, Double, @Sendable (ClipEnd) -> Void)] = []
         var stops: [UInt64] = []
         var gain: Double?
         var stopping = false
@@ -126,9 +141,25 @@ public final class AudioEngine: Sendable {
     /// Queues a clip to be mixed in at once. `onDone` runs on the audio thread: keep it short.
     @discardableResult
     public func play(_ clip: Clip, gain: Double = 1, onDone: @escaping @Sendable (ClipOutcome) -> Void = { _ in }) -> UInt64 {
+        play(clip, gain: gain, onEnd: { onDone($0.outcome) })
+    }
+
+    /// As `play(_:gain:onDone:)`, reporting how much of the clip was heard.
+    @discardableResult
+    public func play(_ clip: Clip, gain: Double = 1, onEnd: @escaping @Sendable (ClipEnd) -> Void) -> UInt64 {
         let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
         let now = Monotonic.now()
-        inbox.withLock { $0.adds.append((id, clip, gain, now, onDone)) }
+        // A clip handed to a stopped engine ends at once: its thread may be gone, and nobody
+        // would ever call back (a caller waiting on it would hang).
+        let refused = inbox.withLock { i -> Bool in
+            if i.stopping { return true }
+            i.adds.append((id, clip, gain, now, onEnd))
+            return false
+        }
+        if refused {
+            onEnd(ClipEnd(.shutdown, heardFrames: 0))
+            return id
+        }
         wake.wake()
         return id
     }
@@ -156,10 +187,11 @@ public final class AudioEngine: Sendable {
     private struct Loop {
         let engine: AudioEngine
         var mixer: Mixer
-        var callbacks: [UInt64: @Sendable (ClipOutcome) -> Void] = [:]
+        var callbacks: [UInt64: @Sendable (ClipEnd) -> Void] = [:]
         var stoppedIDs: Set<UInt64> = []
-        /// Clips fully rendered but maybe still in the device buffer: id → absolute end frame.
-        var pending: [(UInt64, UInt64)] = []
+        /// Clips fully rendered but maybe still in the device buffer: id, absolute end frame,
+        /// frames of the clip heard once that end has played.
+        var pending: [(UInt64, UInt64, Int)] = []
         var stopping = false
         /// When each clip was handed to play(), for the start-latency figure.
         var enqueuedAt: [UInt64: Double] = [:]
@@ -194,9 +226,9 @@ public final class AudioEngine: Sendable {
             return !i.adds.isEmpty
         }
 
-        mutating func finish(_ id: UInt64, _ outcome: ClipOutcome) {
+        mutating func finish(_ id: UInt64, _ outcome: ClipOutcome, heard: Int = 0) {
             let o = stoppedIDs.remove(id) != nil && outcome == .played ? .stopped : outcome
-            callbacks.removeValue(forKey: id)?(o)
+            callbacks.removeValue(forKey: id)?(ClipEnd(o, heardFrames: o == .shutdown ? 0 : heard))
         }
 
         func progress() {
@@ -257,7 +289,7 @@ public final class AudioEngine: Sendable {
                     }
                     // Whatever was cut off is said again from its start once the device is back.
                     mixer.rewindAll()
-                    for (id, _) in pending { finish(id, .played) }
+                    for (id, _, heard) in pending { finish(id, .played, heard: heard) }
                     pending = []
                     failingSince = failingSince ?? Monotonic.now()
                     if wroteAny { retry = config.retryMin }
@@ -378,13 +410,13 @@ public final class AudioEngine: Sendable {
                         if let l = lastStart { engine.statsBox.withLock { $0.lastStartLatency = l } }
                     }
                     if !r.silent { silentFrom = written }
-                    for (id, end) in r.finished { pending.append((id, before + UInt64(end))) }
+                    for (id, end, heard) in r.finished { pending.append((id, before + UInt64(end), heard)) }
                 }
                 engine.statsBox.withLock { $0.framesWritten = written; $0.clamped = mixer.clampedSamples }
                 if !pending.isEmpty {
                     let played = playedPosition()
-                    var still: [(UInt64, UInt64)] = []
-                    for p in pending { if p.1 <= played { finish(p.0, .played) } else { still.append(p) } }
+                    var still: [(UInt64, UInt64, Int)] = []
+                    for p in pending { if p.1 <= played { finish(p.0, .played, heard: p.2) } else { still.append(p) } }
                     pending = still
                 }
                 progress()
@@ -419,10 +451,10 @@ public final class AudioEngine: Sendable {
             for _ in 0..<2 {
                 let r = buf.withUnsafeMutableBufferPointer { mixer.render(into: $0, frames: frames) }
                 try? buf.withUnsafeBufferPointer { b throws(AudioError) in try device.write(b, frames: frames) { _ in } }
-                for (id, _) in r.finished { finish(id, .stopped) }
+                for (id, _, heard) in r.finished { finish(id, .stopped, heard: heard) }
             }
             if !device.selfPaced { device.drain() }
-            for (id, _) in pending { finish(id, .played) }
+            for (id, _, heard) in pending { finish(id, .played, heard: heard) }
             pending = []
             log.info("closed", ["device": config.device])
         }

@@ -44,8 +44,6 @@ public actor Daemon {
     var linkUp: Bool { linkPrompts.up }
 
     var stopping = false
-    var waiter: CheckedContinuation<Void, Never>?
-    var poked = false
     var speakerDone: CheckedContinuation<Void, Never>?
     var speakerFinished = false
     let started = Monotonic.now()
@@ -117,6 +115,9 @@ public actor Daemon {
         if let c = current {
             log.warning("current alert still playing at the end of the grace period; cutting it", ["ids": c.alert.orderIDs.joined(separator: ",")])
             engine.stop(id: c.clip)
+        } else if let id = playingClip {
+            // A prompt or `crier say` text: nothing to ack, but it must not hold up the stop.
+            engine.stop(id: id)
         }
     }
 
@@ -140,15 +141,14 @@ public actor Daemon {
             case .alreadyQueued:
                 alertLog.info("duplicate ignored (already queued or playing)", ["id": o.id])
             case .alreadyDone(let ack):
-                alertLog.info("redelivered order already handled; acking again", ["id": o.id, "status": ack.status.rawValue])
+                report(ack, again: true, ["redelivered": true])
             case .rejected(let ack):
-                alertLog.warning("order rejected", ["id": o.id, "reason": ack.reason ?? ""])
+                report(ack)
             }
-            if let ack = admission.ack { link?.send(ack) }
         case .cancel(let id):
             let c = queue.cancel(id: id, now: now)
-            alertLog.info("cancelled by server", ["id": id, "was_playing": c.wasPlaying, "stopped_repeats": c.stoppedRepeats])
-            link?.send(c.ack)
+            // A cancel of an order already final re-acks that outcome: logged as what it is.
+            report(c.ack, again: c.ack.status != .cancelled, ["cancel": true, "was_playing": c.wasPlaying, "stopped_repeats": c.stoppedRepeats])
             if c.wasPlaying, let cur = current, cur.alert.orderIDs == [id] { engine.stop(id: cur.clip) }
         }
         poke()
@@ -156,43 +156,64 @@ public actor Daemon {
 
     // MARK: the speaker loop
 
+    /// When a wait of the speaker loop ends (SpeakerWake: a stale timer can never end a later
+    /// wait, pokes coalesce, a past deadline still waits `minSleep`): idle stays idle.
+    var wake = SpeakerWake()
+    var waiter: CheckedContinuation<Void, Never>?
+    var timer: Task<Void, Never>?
+    /// Turns of the speaker loop, for the idle check in `crier status` and the tests.
+    var loopTurns: UInt64 = 0
+
     func poke() {
-        if let w = waiter {
+        if wake.poke(), let w = waiter {
             waiter = nil
             w.resume()
-        } else {
-            poked = true
         }
     }
 
-    func sleep(until deadline: Double?) async {
-        if poked { poked = false; return }
-        var timer: Task<Void, Never>?
-        if let d = deadline {
-            let wait = max(0, d - Self.now())
-            timer = Task {
-                try? await Task.sleep(for: .milliseconds(Int((wait * 1000).rounded(.up))))
-                self.poke()
-            }
+    func timerFired(_ generation: UInt64) {
+        if wake.timerFired(generation: generation), let w = waiter {
+            waiter = nil
+            w.resume()
         }
-        await withCheckedContinuation { waiter = $0 }
-        timer?.cancel()
+    }
+
+    /// Waits for a poke or `deadline` (nil: a poke only).
+    func sleep(until deadline: Double?) async {
+        switch wake.beginWait(until: deadline, now: Self.now()) {
+        case .proceed:
+            return
+        case .wait(let cancelTimer, let start):
+            if cancelTimer {
+                timer?.cancel()
+                timer = nil
+            }
+            if let t = start {
+                timer = Task {
+                    let ms = max(0, (t.deadline - Self.now()) * 1000)
+                    try? await Task.sleep(for: .milliseconds(Int(ms.rounded(.up))))
+                    // Cancelled or not: SpeakerWake ignores a timer that is no longer armed.
+                    self.timerFired(t.generation)
+                }
+            }
+            await withCheckedContinuation { waiter = $0 }
+        }
     }
 
     func speakerLoop() async {
-        while true {
+        while !stopping {
+            loopTurns &+= 1
             let now = Self.now()
-            if stopping { break }
             if let p = linkPrompts.due(now: now) {
                 if !statusPrompts.contains(p) { statusPrompts.append(p) }
                 log.warning("order server unreachable", ["for": Format.fixed(now - (linkPrompts.downSince ?? now), 0) + "s"])
             }
-            for ack in queue.expire(now: now) { send(ack, note: "expired before it could be said") }
+            for ack in queue.expire(now: now) { report(ack) }
             let held = gains.holdAlerts
             var alert: Alert?
             if !held {
                 let n = queue.next(now: now)
-                for ack in n.expired { send(ack, note: "expired before it could be said") }
+                for ack in n.expired { report(ack) }
                 alert = n.alert
             }
             if let alert {
@@ -204,64 +225,134 @@ public actor Daemon {
             } else if !statusPrompts.isEmpty {
                 await sayPrompt(statusPrompts.removeFirst())
             } else {
-                var wake = held ? nil : queue.nextWakeup(now: now)
-                if let p = linkPrompts.nextDownPrompt { wake = min(wake ?? p, p) }
-                await sleep(until: wake)
+                var wakeAt = held ? queue.nextExpiry : queue.nextWakeup(now: now)
+                if let p = linkPrompts.nextDownPrompt { wakeAt = min(wakeAt ?? p, p) }
+                await sleep(until: wakeAt)
             }
         }
+        timer?.cancel()
         speakerFinished = true
         speakerDone?.resume()
         speakerDone = nil
     }
 
-    func send(_ ack: Ack, note: String? = nil) {
+    /// Sends an ack and logs the order's outcome from that same ack, so the log and the server
+    /// can never tell different stories (issue 13, item 16). `again`: a repeated ack (a
+    /// redelivery or a cancel of an order already final).
+    func report(_ ack: Ack, again: Bool = false, _ extra: KeyValuePairs<String, any CustomStringConvertible> = [:]) {
         link?.send(ack)
-        if ack.status != .spoken {
-            alertLog.info(note ?? "acked", ["id": ack.id, "status": ack.status.rawValue])
-        }
+        var fields: [(String, String)] = [("id", ack.id)]
+        if ack.status != .spoken || again { fields.append(("status", ack.status.rawValue)) }
+        if let r = ack.reason { fields.append(("reason", r)) }
+        if let m = ack.message { fields.append(("why", m)) }
+        for (k, v) in extra { fields.append((k, v.description)) }
+        let message = (again ? "acked again: " : "") + ack.status.rawValue
+        alertLog.hub.emit(ack.status == .rejected && !again ? .warning : .info, alertLog.component, message, fields)
     }
 
     func say(_ alert: Alert) async {
-        let u = pipeline.words(alert.content, lang: alert.lang, overrideText: alert.overrideText)
+        let parts = pipeline.wordParts(alert.content, lang: alert.lang, overrideText: alert.overrideText)
         let t0 = Self.now()
         let clip: Clip
-        do {
-            clip = try await pipeline.clip(u, rate: engine.config.format.rate)
-        } catch {
+        let ends: [Int]
+        let (speech, outRate) = (pipeline, engine.config.format.rate)
+        // A long text takes a while to synthesize: waiting orders still expire at their ttl.
+        let synthesized = await servicingExpiries { () async -> Result<(clip: Clip, ends: [Int]), SpeechError> in
+            do throws(SpeechError) {
+                return .success(try await speech.clip(parts: parts, rate: outRate))
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch synthesized {
+        case .success(let s):
+            (clip, ends) = (s.clip, s.ends)
+        case .failure(let error):
             alertLog.error("could not synthesize; rejecting", ["ids": alert.orderIDs.joined(separator: ","), "error": error.description])
             for ack in queue.finished(alert, now: Self.now()) where alert.occasion == .first {
-                send(Ack(id: ack.id, status: .rejected, reason: "speech_failed", message: error.description))
+                report(Ack(id: ack.id, status: .rejected, reason: "speech_failed", message: error.description))
             }
             return
         }
         let synthMs = (Self.now() - t0) * 1000
+        let rateHz = Double(engine.config.format.rate)
         let id = startClip(clip, gain: 1)
-        alertLog.info("saying", ["ids": alert.orderIDs.joined(separator: ","), "seconds": Format.fixed(Double(clip.samples.count) / Double(engine.config.format.rate), 1),
+        alertLog.info("saying", ["ids": alert.orderIDs.joined(separator: ","), "seconds": Format.fixed(Double(clip.samples.count) / rateHz, 1),
                                  "synth_ms": Format.fixed(synthMs, 1)])
         current = (alert, id)
-        let outcome = await waitClip()
-        current = nil
-        switch outcome {
-        case .played, .stopped:
-            let acks = queue.finished(alert, now: Self.now())
-            for ack in acks { send(ack) }
-            if alert.occasion == .first {
-                remember(alert, text: u.text)
-                for oid in alert.orderIDs {
-                    alertLog.info("spoken", ["id": oid, "text": u.text])
-                }
-            } else {
-                alertLog.info("said again", ["ids": alert.orderIDs.joined(separator: ","), "occasion": alert.description])
+        var interrupting = false
+        let end = await waitClip {
+            // While it plays: waiting orders expire at their ttl, not when it ends; a more
+            // urgent order cuts it (AlertQueue.preempts).
+            for ack in self.queue.expire(now: Self.now()) { self.report(ack) }
+            if !interrupting && !self.stopping && !self.gains.holdAlerts && self.queue.preempts(alert) {
+                interrupting = true
+                self.alertLog.info("interrupting for a more urgent order", ["ids": alert.orderIDs.joined(separator: ",")])
+                self.engine.stop(id: id)
             }
-        case .shutdown:
-            queue.interrupted(alert, now: Self.now())
+            return self.queue.nextExpiry
+        }
+        current = nil
+        // Which orders' parts left the device in full. A clip that could not be cut per order
+        // (one part for several orders) is heard whole or not at all.
+        let partsHeard = end.outcome == .played ? ends.count : ends.prefix { $0 <= end.heardFrames }.count
+        let heard = parts.count == alert.orders.count ? partsHeard : (partsHeard == ends.count ? alert.orders.count : 0)
+        let acks = queue.finished(alert, heard: heard, now: Self.now())
+        let spokenIDs = Set(acks.filter { $0.status == .spoken }.map(\.id))
+        for ack in acks {
+            let i = alert.orders.firstIndex { $0.id == ack.id }
+            let text = i.map { parts.count == alert.orders.count ? parts[$0].text : parts.map(\.text).joined() } ?? ""
+            report(ack, ["text": text])
+        }
+        if alert.occasion == .first {
+            let said = alert.orders.filter { spokenIDs.contains($0.id) }
+            if !said.isEmpty { remember(said.map(\.id), lang: alert.lang, text: parts.map(\.text).joined()) }
+        } else if heard == alert.orders.count {
+            alertLog.info("said again", ["ids": alert.orderIDs.joined(separator: ","), "occasion": alert.description])
+        }
+        if heard < alert.orders.count {
+            let unheard = alert.orders[heard...].map(\.id).filter { queue.inFlightIDs.contains($0) || queue.isWaiting($0) }
+            if !unheard.isEmpty {
+                let why = stopping ? "stopping; not acked, the server redelivers them"
+                    : interrupting ? "interrupted by a more urgent order; said again after it"
+                    : "cut short; said again"
+                alertLog.info("not heard in full", ["ids": unheard.joined(separator: ","), "heard_s": Format.fixed(Double(end.heardFrames) / rateHz, 1),
+                                                    "why": why])
+            }
         }
     }
 
-    var clipWaiter: CheckedContinuation<ClipOutcome, Never>?
-    var clipOutcome: ClipOutcome?
-    /// The clip the speaker loop waits for; outcomes of any other (a replaced engine's late
-    /// callback) are ignored.
+    var sideWork: UInt64 = 0
+    var sideWorkDone = false
+
+    /// Runs `work` off the actor while the loop keeps acking expiries at their ttl.
+    func servicingExpiries<T: Sendable>(_ work: @escaping @Sendable () async -> T) async -> T {
+        sideWork &+= 1
+        sideWorkDone = false
+        let token = sideWork
+        let task = Task.detached { await work() }
+        Task {
+            _ = await task.value
+            self.finishedSideWork(token)
+        }
+        while !sideWorkDone {
+            for ack in queue.expire(now: Self.now()) { report(ack) }
+            await sleep(until: queue.nextExpiry)
+        }
+        return await task.value
+    }
+
+    func finishedSideWork(_ token: UInt64) {
+        guard token == sideWork else { return }
+        sideWorkDone = true
+        poke()
+    }
+
+    /// The end of the clip the speaker loop waits for; ends of any other (a replaced engine's
+    /// late callback) are ignored.
+    var clipEnd: ClipEnd?
+    /// The engine's id of the clip the loop waits for (alert, prompt or `crier say` text).
+    var playingClip: UInt64?
     var expectedClip: UInt64?
     var clipTokens: UInt64 = 0
 
@@ -272,25 +363,36 @@ public actor Daemon {
     @discardableResult
     func startClip(_ clip: Clip, gain: Double) -> UInt64 {
         let token = newClipToken()
-        return engine.play(clip, gain: gain) { outcome in Task { await self.clipDone(token: token, outcome) } }
+        let id = engine.play(clip, gain: gain, onEnd: { end in Task { await self.clipDone(token: token, end) } })
+        playingClip = id
+        return id
     }
 
     func newClipToken() -> UInt64 {
         clipTokens += 1
         expectedClip = clipTokens
-        clipOutcome = nil
+        clipEnd = nil
         return clipTokens
     }
 
-    func clipDone(token: UInt64, _ o: ClipOutcome) {
+    func clipDone(token: UInt64, _ e: ClipEnd) {
         guard token == expectedClip else { return }
         expectedClip = nil
-        if let w = clipWaiter { clipWaiter = nil; w.resume(returning: o) } else { clipOutcome = o }
+        clipEnd = e
+        poke()
     }
 
-    func waitClip() async -> ClipOutcome {
-        if let o = clipOutcome { clipOutcome = nil; return o }
-        return await withCheckedContinuation { clipWaiter = $0 }
+    /// Waits for the current clip to end. `meanwhile` runs now and after every poke or its own
+    /// deadline (what it returns) until then.
+    func waitClip(meanwhile: () -> Double? = { nil }) async -> ClipEnd {
+        while true {
+            if let e = clipEnd {
+                clipEnd = nil
+                playingClip = nil
+                return e
+            }
+            await sleep(until: meanwhile())
+        }
     }
 
     /// `crier say` through the running daemon: the device is never opened twice.
@@ -313,9 +415,9 @@ public actor Daemon {
         guard let clip = try? await pipeline.clip(u, rate: engine.config.format.rate) else { return }
         guard promptGain > 0 else { return }  // muted: prompts are silent
         currentPrompt = startClip(clip, gain: promptGain)
-        let outcome = await waitClip()
+        let end = await waitClip()
         currentPrompt = nil
-        log.info(outcome == .played ? "said" : "prompt cut short", ["prompt": name.rawValue, "text": u.text])
+        log.info(end.outcome == .played ? "said" : "prompt cut short", ["prompt": name.rawValue, "text": u.text])
     }
 
     // MARK: buttons
@@ -365,7 +467,7 @@ public actor Daemon {
         old.abandon()
         fresh.start()
         applyVolume(gains.alerts)
-        clipDone(token: expectedClip ?? 0, .shutdown)
+        clipDone(token: expectedClip ?? 0, ClipEnd(.shutdown, heardFrames: 0))
     }
 
     func historyCount() -> Int { queue.history.count }
@@ -421,9 +523,9 @@ public actor Daemon {
 
     var lastSpoken: [AlertSummary] = []
 
-    func remember(_ alert: Alert, text: String) {
-        for id in alert.orderIDs {
-            lastSpoken.append(AlertSummary(time: WallClock.now(), id: id, lang: alert.lang.rawValue, text: text, state: "spoken"))
+    func remember(_ ids: [String], lang: Lang, text: String) {
+        for id in ids {
+            lastSpoken.append(AlertSummary(time: WallClock.now(), id: id, lang: lang.rawValue, text: text, state: "spoken"))
         }
         if lastSpoken.count > 10 { lastSpoken.removeFirst(lastSpoken.count - 10) }
     }

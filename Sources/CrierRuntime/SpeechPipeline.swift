@@ -30,6 +30,31 @@ public struct SpeechPipeline: Sendable {
         return r.utterance
     }
 
+    /// The words of an alert, one utterance per order's part (`Announcer.announceParts`).
+    public func wordParts(_ content: AnnouncementContent, lang: Lang? = nil, overrideText: String? = nil) -> [Utterance] {
+        let rs = announcer.announceParts(content, lang: lang ?? config.speech.lang, overrideText: overrideText)
+        let truncated = rs.reduce(0) { $0 + $1.truncated }, replaced = rs.reduce(0) { $0 + $1.replaced }
+        if truncated > 0 {
+            log.warning("text cut to speech.max_chars", ["max": config.speech.maxChars, "dropped_chars": truncated])
+        }
+        if replaced > 0 {
+            log.info("control characters removed from text", ["count": replaced])
+        }
+        return rs.map(\.utterance)
+    }
+
+    /// The parts synthesized one by one and joined; `ends[i]` is the frame just past part i.
+    public func clip(parts: [Utterance], rate: Int) async throws(SpeechError) -> (clip: Clip, ends: [Int]) {
+        var samples: [Float] = []
+        var ends: [Int] = []
+        for u in parts {
+            let c = try await clip(u, rate: rate)
+            samples += c.samples
+            ends.append(samples.count)
+        }
+        return (Clip(samples: samples), ends)
+    }
+
     /// Synthesizes, drops espeak's leading silence (SilenceTrim) and resamples to `rate` (the
     /// device's rate).
     public func clip(_ u: Utterance, rate: Int) async throws(SpeechError) -> Clip {

@@ -1,5 +1,6 @@
 import CrierCore
 import Foundation
+import Synchronization
 import Testing
 @testable import CrierAudio
 
@@ -159,6 +160,36 @@ import Testing
         #expect(e.stats.deviceOpen == false)
     }
 
+    /// A clip cut short says how much of it was heard, and that matches what reached ALSA:
+    /// the daemon acks `spoken` only the orders whose part lies within it.
+    @Test(arguments: [false, true])
+    func aStoppedClipReportsHowMuchWasHeard(engineStop: Bool) async throws {
+        let wav = tempDir() + "/cut.wav"
+        let e = engine("file:'\(wav)',wav", log: MemoryLogSink())
+        e.start()
+        await waitWritten(e, atLeast: UInt64(rate) / 4)
+        let clip = tone(ms: 3000)
+        let ended = Mutex<ClipEnd?>(nil)
+        let id = e.play(clip, onEnd: { end in ended.withLock { $0 = end } })
+        try await Task.sleep(for: .milliseconds(700))
+        if engineStop { e.stop() } else { e.stop(id: id) }
+        let start = Date()
+        while ended.withLock({ $0 }) == nil && Date().timeIntervalSince(start) < 5 { try await Task.sleep(for: .milliseconds(5)) }
+        if !engineStop {
+            await waitWritten(e, atLeast: e.stats.framesWritten + UInt64(rate) / 5)
+            e.stop()
+        }
+        let end = try #require(ended.withLock { $0 })
+        #expect(end.outcome == .stopped)
+        let heard = Double(end.heardFrames) / Double(rate)
+        #expect(heard > 0.4 && heard < 1.5, "heard \(heard) s of a 3 s clip stopped after 0.7 s")
+        let x = try WAV.decode(Array(FileManager.default.contents(atPath: wav)!)).channel(0)
+        let first = try #require(Signal.firstLoud(x, threshold: 0.01))
+        let last = try #require(Signal.lastLoud(x, threshold: 0.01))
+        let written = Double(last - first) / Double(rate)
+        #expect(abs(written - heard) < 0.03, "reported \(heard) s heard, \(written) s written")
+    }
+
     @Test func stopEndsUnplayedClipsWithShutdown() async throws {
         let e = engine("nosuchcard_xyz", log: MemoryLogSink())
         e.start()
@@ -166,6 +197,14 @@ import Testing
         try await Task.sleep(for: .milliseconds(50))
         e.stop()
         #expect(await t.value == .shutdown)
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aClipPlayedAfterStopEndsAtOnceWithShutdown() async throws {
+        let e = engine("nosuchcard_xyz", log: MemoryLogSink())
+        e.start()
+        e.stop()
+        // Before: queued in an inbox nobody drains any more, and the caller waited for ever.
+        #expect(await e.playAndWait(tone(ms: 100)) == .shutdown)
     }
 
     @Test func gainChangeLowersLevel() async throws {

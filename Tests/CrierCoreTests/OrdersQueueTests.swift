@@ -172,7 +172,7 @@ struct OrdersQueueTests {
         #expect(q.next(now: 9).alert == nil)
     }
 
-    @Test("interrupted: said again from the start, before anything else, acked once")
+    @Test("interrupted: said again from the start, before anything of its priority or lower, after higher ones; acked once")
     func interrupted() {
         var q = AlertQueue()
         _ = q.add(nc("1", 1), now: 0)
@@ -180,13 +180,61 @@ struct OrdersQueueTests {
         let a = q.next(now: 0).alert!
         #expect(a.orderIDs == ["1", "2"])
         _ = q.add(tx("urgent", "!", priority: 9), now: 1)
+        _ = q.add(tx("early", "e"), now: 1)
         _ = q.add(nc("3", 3), now: 1)
         q.interrupted(a, now: 2)
         #expect(q.inFlightIDs.isEmpty)
+        #expect(q.next(now: 3).alert?.orderIDs == ["urgent"], "a higher priority goes first (it is what cut it)")
         let again = q.next(now: 3).alert!
-        #expect(again.orderIDs == ["1", "2", "3"], "put back at the front; a newcomer of the same kind joins it")
+        #expect(again.orderIDs == ["1", "2", "3"], "put back ahead of its priority; a newcomer of the same kind joins it")
         #expect(q.finished(again, now: 4) == [.spoken("1"), .spoken("2"), .spoken("3")])
-        #expect(q.next(now: 4).alert?.orderIDs == ["urgent"])
+        #expect(q.next(now: 4).alert?.orderIDs == ["early"])
+    }
+
+    @Test("cut short: only the orders whose part was heard are acked; the rest are said again, each acked once")
+    func partiallyHeard() {
+        var q = AlertQueue()
+        for n in 1...5 { _ = q.add(nc("\(n)", n), now: 0) }
+        let a = q.next(now: 0).alert!
+        #expect(a.orderIDs == ["1", "2", "3", "4", "5"])
+        #expect(q.finished(a, heard: 2, now: 1) == [.spoken("1"), .spoken("2")])
+        #expect(q.inFlightIDs.isEmpty)
+        #expect(q.waitingCount == 3)
+        let rest = q.next(now: 2).alert!
+        #expect(rest.orderIDs == ["3", "4", "5"])
+        #expect(rest.content == .newCustomers(numbers: [3, 4, 5]))
+        #expect(q.finished(rest, heard: 0, now: 3) == [], "nothing heard: nothing acked")
+        let last = q.next(now: 4).alert!
+        #expect(q.finished(last, now: 5) == [.spoken("3"), .spoken("4"), .spoken("5")])
+        #expect(q.add(nc("1", 1), now: 6).ack == Ack(id: "1", status: .spoken, message: "already spoken; not said again"))
+    }
+
+    @Test("interruption rule: strictly higher priority cuts a first saying; equal never; any order cuts a repeat")
+    func preemption() {
+        var q = AlertQueue(config: AlertConfig(repeatEvery: 10, repeatMax: 2))
+        _ = q.add(tx("long", "....", priority: 1), now: 0)
+        let a = q.next(now: 0).alert!
+        #expect(!q.preempts(a))
+        _ = q.add(tx("same", "s", priority: 1), now: 1)
+        #expect(!q.preempts(a), "equal priority waits")
+        _ = q.add(tx("low", "l", priority: 0), now: 1)
+        #expect(!q.preempts(a))
+        _ = q.add(tx("high", "h", priority: 2), now: 2)
+        #expect(q.preempts(a))
+        #expect(q.finished(a, heard: 0, now: 3) == [])
+        #expect(q.next(now: 3).alert?.orderIDs == ["high"])
+        // Everything said; then a repeat plays and any new order cuts it.
+        var said = ["high"]
+        while let n = q.next(now: 4).alert, n.occasion == .first {
+            _ = q.finished(n, now: 4)
+            said += n.orderIDs
+        }
+        #expect(said == ["high", "long", "same", "low"])
+        let r = q.next(now: 20).alert!
+        #expect(r.occasion == .repetition(1))
+        #expect(!q.preempts(r))
+        _ = q.add(tx("new", "n", priority: -5), now: 21)
+        #expect(q.preempts(r))
     }
 
     @Test("repeats until acknowledged, never acking twice, new orders first")

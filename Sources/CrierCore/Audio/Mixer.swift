@@ -14,6 +14,8 @@ public struct Mixer: Sendable {
         var position = 0
         /// Frame within the clip at which a requested stop's fade-out ends.
         var stopAt: Int?
+        /// Frame within the clip where that fade-out began: what came before was heard in full.
+        var stoppedFrom: Int?
         var gain: Float
     }
 
@@ -47,12 +49,13 @@ public struct Mixer: Sendable {
     public mutating func stop(id: UInt64) {
         for i in voices.indices where voices[i].id == id && voices[i].stopAt == nil {
             voices[i].stopAt = min(voices[i].clip.samples.count, voices[i].position + fadeFrames)
+            voices[i].stoppedFrom = voices[i].stopAt == voices[i].clip.samples.count ? voices[i].stopAt : voices[i].position
         }
     }
 
     /// Starts every voice again from its beginning (after the device was lost mid-clip).
     public mutating func rewindAll() {
-        for i in voices.indices { voices[i].position = 0; voices[i].stopAt = nil }
+        for i in voices.indices { voices[i].position = 0; voices[i].stopAt = nil; voices[i].stoppedFrom = nil }
     }
 
     public mutating func setGain(_ g: Double) { targetGain = Float(max(0, min(4, g))) }
@@ -61,14 +64,15 @@ public struct Mixer: Sendable {
     public struct Rendered: Sendable, Equatable {
         /// Voices that started in this block (first sample written).
         public var started: [UInt64] = []
-        /// Voices whose last sample is in this block, with the frame offset just past it.
-        public var finished: [(id: UInt64, endFrame: Int)] = []
+        /// Voices whose last sample is in this block, with the frame offset just past it and how
+        /// many frames of the clip were heard in full (all of it, or up to where a stop's fade began).
+        public var finished: [(id: UInt64, endFrame: Int, heard: Int)] = []
         /// True when every sample of the block is silence from the mixer's point of view.
         public var silent = true
 
         public static func == (a: Rendered, b: Rendered) -> Bool {
             a.started == b.started && a.silent == b.silent
-                && a.finished.elementsEqual(b.finished, by: { $0.id == $1.id && $0.endFrame == $1.endFrame })
+                && a.finished.elementsEqual(b.finished, by: { $0.id == $1.id && $0.endFrame == $1.endFrame && $0.heard == $1.heard })
         }
     }
 
@@ -105,7 +109,7 @@ public struct Mixer: Sendable {
             }
             v.position += n
             if v.position >= end {
-                result.finished.append((v.id, n))
+                result.finished.append((v.id, n, v.stoppedFrom ?? v.clip.samples.count))
             } else {
                 remaining.append(v)
             }

@@ -55,8 +55,15 @@ public struct Alert: Sendable, Equatable, CustomStringConvertible {
 /// queue does no I/O and keeps no clock.
 ///
 /// Rules (docs/protocol.md, "Client behaviour"):
-/// - Order: an interrupted alert first, then replays, then waiting orders by priority (higher
-///   first) and arrival, then due repeats (a reminder never delays a new order).
+/// - Order: waiting orders by priority (higher first); within a priority an interrupted alert
+///   first, then replays, then arrival order; due repeats last (a reminder never delays a new
+///   order).
+/// - Interruption (`preempts`): a waiting order of strictly higher priority interrupts the first
+///   saying of an alert; any waiting order interrupts a repeat or a replay. Equal priority never
+///   interrupts. The cut alert is put back (`finished(_:heard:now:)`) and said again later from
+///   the start of its first unheard part.
+/// - A coalesced alert cut short acks `spoken` only the orders whose part was heard; the rest
+///   are put back, unacked.
 /// - Waiting `new_customer` orders of the same language and priority without their own `text`
 ///   are said together (up to `AlertConfig.coalesceMax`) in arrival order.
 /// - Bounded by `AlertConfig.queueMax` waiting orders: more are `rejected` (`queue_full`).
@@ -115,6 +122,8 @@ public struct AlertQueue: Sendable {
 
     /// Orders waiting to be said (not counting one being said).
     public var waitingCount: Int { waiting.count }
+    /// Whether `id` waits to be said.
+    public func isWaiting(_ id: String) -> Bool { waitingIDs.contains(id) }
     /// Ids handed out by `next` and not yet finished or interrupted.
     public var inFlightIDs: Set<String> { Set(inFlight.keys) }
     /// Ids whose alerts will be repeated until acknowledged.
@@ -217,13 +226,14 @@ public struct AlertQueue: Sendable {
     /// `nextWakeup(now:)`.
     public mutating func next(now: Double) -> Next {
         let expired = expire(now: now)
-        if let i = waiting.indices.filter({ waiting[$0].front }).min(by: { waiting[$0].seq < waiting[$1].seq }) {
+        let best = bestWaiting()
+        if let i = best, waiting[i].front {
             return Next(alert: take(head: i), expired: expired)
         }
-        if !replays.isEmpty {
+        if !replays.isEmpty, best.map({ waiting[$0].order.priority <= replays[0].priority }) ?? true {
             return Next(alert: replays.removeFirst(), expired: expired)
         }
-        if let i = bestWaiting() {
+        if let i = best {
             return Next(alert: take(head: i), expired: expired)
         }
         if let r = repeating.indices.filter({ !repeating[$0].playing && repeating[$0].nextAt <= now })
@@ -236,9 +246,37 @@ public struct AlertQueue: Sendable {
         return Next(alert: nil, expired: expired)
     }
 
+    /// Whether something waiting should cut `playing` short now (the interruption rule above).
+    public func preempts(_ playing: Alert) -> Bool {
+        guard let top = waiting.map(\.order.priority).max() else { return false }
+        if case .first = playing.occasion { return top > playing.priority }
+        return true
+    }
+
     /// The alert finished playing. Returns `spoken` acks for a first saying (none for repeats and
     /// replays, and none for ids cancelled while it played).
     public mutating func finished(_ alert: Alert, now: Double) -> [Ack] {
+        finished(alert, heard: alert.orders.count, now: now)
+    }
+
+    /// The alert stopped after its first `heard` orders' parts were heard in full (all of them:
+    /// it played to the end). Those are finished as above; the rest are put back as
+    /// `interrupted` (said again later, nothing acked). A repeat or replay not heard in full is
+    /// put back whole.
+    public mutating func finished(_ alert: Alert, heard: Int, now: Double) -> [Ack] {
+        let heard = max(0, min(heard, alert.orders.count))
+        if heard < alert.orders.count {
+            if case .first = alert.occasion {
+                let rest = Alert(orders: Array(alert.orders[heard...]), lang: alert.lang, occasion: .first)
+                interrupted(rest, now: now)
+                guard heard > 0 else { return [] }
+                var said = alert
+                said.orders = Array(alert.orders[..<heard])
+                return finished(said, heard: heard, now: now)
+            }
+            interrupted(alert, now: now)
+            return []
+        }
         switch alert.occasion {
         case .replay:
             return []
@@ -331,7 +369,13 @@ public struct AlertQueue: Sendable {
         var best = 0
         for i in waiting.indices.dropFirst() {
             let a = waiting[i], b = waiting[best]
-            if a.order.priority > b.order.priority || (a.order.priority == b.order.priority && a.seq < b.seq) { best = i }
+            if a.order.priority != b.order.priority {
+                if a.order.priority > b.order.priority { best = i }
+            } else if a.front != b.front {
+                if a.front { best = i }
+            } else if a.seq < b.seq {
+                best = i
+            }
         }
         return best
     }
