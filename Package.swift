@@ -7,6 +7,36 @@
 //   CrierRuntime  composes the adapters into the daemon and the commands
 //   crier         the executable: argument parsing only
 import PackageDescription
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// Which libgpiod API CrierGPIO is built for: 1 (libgpiod 1.6, Debian 12 and Raspberry Pi OS
+// bookworm) or 2 (libgpiod 2.x, Debian 13; bookworm-backports). The two APIs share no calls
+// and one system has one of them, so the choice is made here, from what pkg-config finds (it
+// honours PKG_CONFIG_PATH: scripts/gpiod2-prefix.sh). CRIER_GPIOD_API=1|2 overrides it.
+// See docs/buttons.md ("Which libgpiod").
+func gpiodAPI() -> Int {
+    #if canImport(Glibc)
+    if let v = getenv("CRIER_GPIOD_API").map({ String(cString: $0) }), let n = Int(v), n == 1 || n == 2 {
+        return n
+    }
+    func firstLine(_ command: String) -> String? {
+        guard let p = popen(command, "r") else { return nil }
+        defer { pclose(p) }
+        var buf = [CChar](repeating: 0, count: 256)
+        guard fgets(&buf, Int32(buf.count), p) != nil else { return nil }
+        return String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+    if let v = firstLine("pkg-config --modversion libgpiod 2>/dev/null"), let major = Int(v.prefix { $0 != "." }) {
+        return major >= 2 ? 2 : 1
+    }
+    // No pkg-config: the v2 header is the one that declares gpiod_line_settings_new.
+    if firstLine("grep -l gpiod_line_settings_new /usr/include/gpiod.h 2>/dev/null") != nil { return 2 }
+    #endif
+    return 1
+}
+let gpiodSettings: [SwiftSetting] = gpiodAPI() == 2 ? [.define("CRIER_GPIOD_V2")] : []
 
 let package = Package(
     name: "Crier",
@@ -23,7 +53,7 @@ let package = Package(
         .target(name: "CrierPosix", dependencies: ["CrierCore"]),
         .target(name: "CrierAudio", dependencies: ["CrierCore", "CrierPosix", "CALSA"]),
         .target(name: "CrierSpeech", dependencies: ["CrierCore", "CrierPosix", "CEspeakNG"]),
-        .target(name: "CrierGPIO", dependencies: ["CrierCore", "CrierPosix", "CGPIOD"]),
+        .target(name: "CrierGPIO", dependencies: ["CrierCore", "CrierPosix", "CGPIOD"], swiftSettings: gpiodSettings),
         .target(name: "CrierLink", dependencies: ["CrierCore", "CrierPosix", "COpenSSL"]),
         .target(name: "CrierSystem", dependencies: ["CrierCore", "CrierPosix"]),
         .target(name: "CrierRuntime", dependencies: [
@@ -34,7 +64,7 @@ let package = Package(
         .testTarget(name: "CrierCoreTests", dependencies: ["CrierCore"]),
         .testTarget(name: "CrierAudioTests", dependencies: ["CrierAudio", "CrierCore", "CrierPosix"]),
         .testTarget(name: "CrierSpeechTests", dependencies: ["CrierSpeech", "CrierCore", "CrierPosix"]),
-        .testTarget(name: "CrierGPIOTests", dependencies: ["CrierGPIO", "CrierCore", "CrierPosix"]),
+        .testTarget(name: "CrierGPIOTests", dependencies: ["CrierGPIO", "CrierCore", "CrierPosix", "CGPIOD"], swiftSettings: gpiodSettings),
         .testTarget(name: "CrierLinkTests", dependencies: ["CrierLink", "CrierCore", "CrierPosix"]),
         .testTarget(name: "CrierSystemTests", dependencies: ["CrierSystem", "CrierCore", "CrierPosix"]),
         .testTarget(name: "CrierPosixTests", dependencies: ["CrierPosix"]),

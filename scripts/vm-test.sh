@@ -13,6 +13,8 @@
 #   CRIER_VM_KVM=1      use KVM instead of TCG (opt-in; does not work on the CI machines)
 #   CRIER_VM_VERBOSE=1  stream the guest console while it runs
 #   CRIER_VM_TIMEOUT    seconds before a VM run is killed (default 180)
+#   CRIER_VM_GPIOD=1|2  the libgpiod backend under test (2: the .build/gpiod2 build, libgpiod 2
+#                       from scripts/gpiod2-prefix.sh); the guest checks crier uses it
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 VMDIR="$ROOT/scripts/vm"
@@ -148,6 +150,9 @@ prepare() {
   cp "$VMDIR/init" "$KDIR/init.used"
 
   cp "$G/gpio-sim.ko" "$KDIR/"
+  # Kept for reference: which GPIO uAPIs the guest kernel has (v2 native, v1 optional).
+  cp "$W/root/boot/config-$KABI" "$KDIR/config"
+  log "guest kernel: $(grep -E '^CONFIG_GPIO_CDEV(_V1)?=' "$KDIR/config" | tr '\n' ' ')"
   echo "$KABI $KVERSION" > "$KDIR/kernel"
   rm -rf "$W"
   touch "$KDIR/.ready"
@@ -182,11 +187,25 @@ run_scenario() {
 main() {
   local cmd=${1:-smoke}
   case "$cmd" in
-    -h|--help|help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help|help) sed -n '2,19p' "$0"; exit 0 ;;
   esac
   prepare
   [ "$cmd" = prepare ] && exit 0
   refresh_initramfs
+  # CRIER_VM_GPIOD=1|2: the libgpiod backend under test. The guest checks that crier really
+  # reads its buttons through that API (its `buttons: reading ... libgpiod=V` line). For 2,
+  # crier is the build against the bookworm-backports libgpiod 2 prefix (scripts/gpiod2-prefix.sh,
+  # `swift build --scratch-path .build/gpiod2` with its PKG_CONFIG_PATH), and the guest (and
+  # the host's order-sim, the same binary) load libgpiod.so.3 from that prefix.
+  case "${CRIER_VM_GPIOD:-}" in
+    "" | 1) ;;
+    2)
+      eval "$(bash "$ROOT/scripts/gpiod2-prefix.sh" --env)"
+      export CRIER_VM_LD_LIBRARY_PATH="${LD_LIBRARY_PATH%%:*}"
+      export CRIER_BIN="${CRIER_BIN:-$ROOT/.build/gpiod2/debug/crier}" ;;
+    *) die "CRIER_VM_GPIOD must be 1 or 2, not '$CRIER_VM_GPIOD'" ;;
+  esac
+  export CRIER_VM_GPIOD="${CRIER_VM_GPIOD:-}"
   export CRIER_BIN="${CRIER_BIN:-$ROOT/.build/debug/crier}"
   local names=("$@")
   if [ "$cmd" = all ]; then

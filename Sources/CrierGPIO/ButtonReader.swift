@@ -66,7 +66,14 @@ public final class ButtonReader: Sendable {
 
     func run() {
         let fitted = config.fitted.map { "\($0.0.rawValue)=\($0.1.line!)" }.joined(separator: " ")
-        log.info("reading", ["input": config.input.description, "buttons": fitted.isEmpty ? "none" : fitted])
+        let buttons = fitted.isEmpty ? "none" : fitted
+        if config.input == .gpio {
+            // Which libgpiod API this build has (v1 or v2, chosen when it was built): the log
+            // says it, so a field report or the VM test can tell the two apart.
+            log.info("reading", ["input": config.input.description, "libgpiod": GPIODInput.libraryVersion, "buttons": buttons])
+        } else {
+            log.info("reading", ["input": config.input.description, "buttons": buttons])
+        }
         var recognizer = GestureRecognizer(config: config)
         let input = makeInput(config, log)
         var last = -Double.infinity

@@ -52,23 +52,23 @@ extension String {
     }
 }
 
-/// Buttons on GPIO lines through libgpiod 1.6 (the v1 API of Debian 12 and Raspberry Pi OS
-/// bookworm): each line requested with both-edge events and its bias; the event fds are
-/// polled together with the wake fd. A line that cannot be opened is logged (once per distinct
-/// error) and retried every `retryEvery` seconds while the other buttons keep working.
+/// Buttons on GPIO lines through libgpiod, the v1 API (libgpiod 1.6: Debian 12, Raspberry Pi OS
+/// bookworm) or the v2 API (libgpiod 2.x: Debian 13), whichever this build links (`GPIOD`, see
+/// GPIODv1.swift / GPIODv2.swift and Package.swift). Each line is requested with both-edge
+/// events and its bias (`LineRequestPlan`); the event fds are polled together with the wake fd.
+/// A line that cannot be opened is logged (once per distinct error) and retried every
+/// `retryEvery` seconds while the other buttons keep working. Everything here is the same for
+/// both APIs; only the calls that request a line and read it differ.
 public final class GPIODInput: ButtonInput {
     struct Slot {
         let action: ButtonAction
         let spec: ButtonSpec
         let ref: LineRef
-        var line: OpaquePointer?
-        /// Set when the chip was opened by us (chip:offset); else the line owns its chip.
-        var chip: OpaquePointer?
-        var fd: Int32 = -1
+        let plan: LineRequestPlan
+        var line: GPIODLine?
         var error: ButtonLineError?
         var attempts = 0
         var retryAt = 0.0
-        var where_ = ""
         /// Last level seen (initial reading or edge), for resynchronising after lost events.
         var level = true
     }
@@ -80,9 +80,12 @@ public final class GPIODInput: ButtonInput {
     let clock: @Sendable () -> Double
     var pending: [ButtonEvent] = []
 
+    /// The libgpiod this build runs with, e.g. "1.6.3" or "2.1.3" (the library's own answer).
+    public static var libraryVersion: String { GPIOD.version }
+
     public init(config: ButtonsConfig, log: Logger, retryEvery: Double = 5, consumer: String = "crier",
                 clock: @escaping @Sendable () -> Double = Monotonic.now) {
-        slots = config.fitted.map { Slot(action: $0.0, spec: $0.1, ref: $0.1.line!) }
+        slots = config.fitted.map { Slot(action: $0.0, spec: $0.1, ref: $0.1.line!, plan: LineRequestPlan(spec: $0.1)) }
         self.log = log
         self.retryEvery = retryEvery
         self.consumer = consumer
@@ -100,14 +103,16 @@ public final class GPIODInput: ButtonInput {
     func openMissing(now: Double) {
         for i in slots.indices where slots[i].line == nil && now >= slots[i].retryAt {
             slots[i].attempts += 1
-            switch open(&slots[i]) {
-            case .success(let level):
+            switch open(slots[i]) {
+            case .success(let line):
                 let s = slots[i]
+                let level = s.plan.electricalLevel(reported: line.initialValue)
                 if s.error != nil || s.attempts > 1 {
-                    log.notice("button \(s.action.rawValue): line \(s.ref) ready", ["at": s.where_, "tries": s.attempts])
+                    log.notice("button \(s.action.rawValue): line \(s.ref) ready", ["at": line.location, "tries": s.attempts])
                 } else {
-                    log.info("button \(s.action.rawValue): line \(s.ref) ready", ["at": s.where_, "bias": s.spec.bias.rawValue])
+                    log.info("button \(s.action.rawValue): line \(s.ref) ready", ["at": line.location, "bias": s.spec.bias.rawValue])
                 }
+                slots[i].line = line
                 slots[i].error = nil
                 slots[i].attempts = 0
                 slots[i].level = level
@@ -124,93 +129,23 @@ public final class GPIODInput: ButtonInput {
         }
     }
 
-    func open(_ s: inout Slot) -> Result<Bool, ButtonLineError> {
-        var line: OpaquePointer?
-        var chip: OpaquePointer?
-        switch s.ref {
-        case .name(let n):
-            errno = 0
-            line = gpiod_line_find(n)
-            guard line != nil else {
-                let e = errno
-                if e == EACCES || e == EPERM { return .failure(.permissionDenied(n)) }
-                if e == 0 || e == ENOENT || e == ENODEV { return .failure(.lineNotFound(n)) }
-                return .failure(.system(line: n, call: "gpiod_line_find", errno: e))
-            }
-        case .chip(let c, let off):
-            errno = 0
-            chip = gpiod_chip_open_lookup(c)
-            guard let ch = chip else {
-                let e = errno
-                if e == EACCES || e == EPERM { return .failure(.permissionDenied(s.ref.description)) }
-                if e == ENOENT || e == ENODEV || e == ENOTTY || e == 0 { return .failure(.chipNotFound(c)) }
-                return .failure(.system(line: s.ref.description, call: "gpiod_chip_open_lookup", errno: e))
-            }
-            let count = Int(gpiod_chip_num_lines(ch))
-            guard off < count, let l = gpiod_chip_get_line(ch, UInt32(off)) else {
-                gpiod_chip_close(ch)
-                return .failure(.offsetOutOfRange(chip: c, offset: off, lines: count))
-            }
-            line = l
-        }
-        let l = line!
-        func closeAll() { if let chip { gpiod_chip_close(chip) } else { gpiod_line_close_chip(l) } }
-
-        let chipName = gpiod_line_get_chip(l).flatMap { gpiod_chip_name($0) }.map { String(cString: $0) } ?? "?"
-        s.where_ = "\(chipName):\(gpiod_line_offset(l))"
-        var rc = request(l, bias: s.spec.bias)
-        if rc != 0, errno == EINVAL || errno == EOPNOTSUPP {
-            // Kernels before 5.5 cannot set bias: take the line as it is and say so.
-            rc = request(l, bias: nil)
-            if rc == 0 {
+    func open(_ s: Slot) -> Result<GPIODLine, ButtonLineError> {
+        let r = GPIOD.request(s.ref, plan: s.plan, consumer: consumer)
+        // Kernels before 5.5 (and some line drivers) cannot set bias: take the line as it is
+        // and say so.
+        if case .failure(.system(_, _, let e)) = r, e == EINVAL || e == EOPNOTSUPP, s.plan.bias != nil {
+            let r2 = GPIOD.request(s.ref, plan: s.plan.withoutBias, consumer: consumer)
+            if case .success = r2 {
                 log.warning("button \(s.action.rawValue): this kernel cannot set bias \(s.spec.bias.rawValue) on \(s.ref); using the line as it is (fit an external resistor)")
             }
+            return r2
         }
-        if rc != 0 {
-            let e = errno
-            defer { closeAll() }
-            if e == EBUSY {
-                let c = gpiod_line_consumer(l).map { String(cString: $0) }
-                return .failure(.busy(line: s.ref.description, consumer: c))
-            }
-            if e == EACCES || e == EPERM { return .failure(.permissionDenied(s.ref.description)) }
-            return .failure(.system(line: s.ref.description, call: "gpiod_line_request", errno: e))
-        }
-        let v = gpiod_line_get_value(l)
-        let fd = gpiod_line_event_get_fd(l)
-        guard v >= 0, fd >= 0 else {
-            let e = errno
-            gpiod_line_release(l)
-            closeAll()
-            return .failure(.system(line: s.ref.description, call: v < 0 ? "gpiod_line_get_value" : "gpiod_line_event_get_fd", errno: e))
-        }
-        s.line = l
-        s.chip = chip
-        s.fd = fd
-        return .success(v == 1)
-    }
-
-    func request(_ l: OpaquePointer, bias: LineBias?) -> Int32 {
-        var flags: Int32 = 0
-        switch bias {
-        case .pullUp: flags = Int32(GPIOD_LINE_REQUEST_FLAG_BIAS_PULL_UP)
-        case .pullDown: flags = Int32(GPIOD_LINE_REQUEST_FLAG_BIAS_PULL_DOWN)
-        case .disabled: flags = Int32(GPIOD_LINE_REQUEST_FLAG_BIAS_DISABLE)
-        case nil: flags = 0
-        }
-        return consumer.withCString { c in
-            var cfg = gpiod_line_request_config(consumer: c, request_type: Int32(GPIOD_LINE_REQUEST_EVENT_BOTH_EDGES), flags: flags)
-            return gpiod_line_request(l, &cfg, 0)
-        }
+        return r
     }
 
     func closeSlot(_ i: Int) {
-        guard let l = slots[i].line else { return }
-        gpiod_line_release(l)
-        if let c = slots[i].chip { gpiod_chip_close(c) } else { gpiod_line_close_chip(l) }
+        slots[i].line?.release()
         slots[i].line = nil
-        slots[i].chip = nil
-        slots[i].fd = -1
     }
 
     public func wait(until deadline: Double?, wakeFD: Int32) -> [ButtonEvent] {
@@ -221,7 +156,7 @@ public final class GPIODInput: ButtonInput {
         }
         let open = slots.indices.filter { slots[$0].line != nil }
         let wakeAt = [deadline, nextRetry].compactMap { $0 }.min()
-        let revents = pollFDs(open.map { slots[$0].fd }, wake: wakeFD, until: wakeAt)
+        let revents = pollFDs(open.map { slots[$0].line!.fd }, wake: wakeFD, until: wakeAt)
         var out: [ButtonEvent] = []
         for (k, i) in open.enumerated() where revents[k] != 0 {
             out += readEvents(i)
@@ -238,22 +173,22 @@ public final class GPIODInput: ButtonInput {
         var out: [ButtonEvent] = []
         let now = clock()
         for i in slots.indices {
-            guard let l = slots[i].line else { continue }
-            let v = gpiod_line_get_value(l)
-            guard v >= 0, (v == 1) != slots[i].level else { continue }
-            slots[i].level = v == 1
-            log.debug("button \(slots[i].action.rawValue): level resynchronised (events were lost)", ["level": v])
-            out.append(ButtonEvent(slots[i].action, level: v == 1, at: now))
+            guard let l = slots[i].line, let v = l.value() else { continue }
+            let level = slots[i].plan.electricalLevel(reported: v)
+            guard level != slots[i].level else { continue }
+            slots[i].level = level
+            log.debug("button \(slots[i].action.rawValue): level resynchronised (events were lost)", ["level": level ? 1 : 0])
+            out.append(ButtonEvent(slots[i].action, level: level, at: now))
         }
         return out
     }
 
     func readEvents(_ i: Int) -> [ButtonEvent] {
-        var evs = [gpiod_line_event](repeating: gpiod_line_event(), count: 16)
-        let n = gpiod_line_event_read_fd_multiple(slots[i].fd, &evs, UInt32(evs.count))
+        let r = slots[i].line!.readEdges()
         let now = clock()
-        guard n > 0 else {
-            let e = errno
+        switch r {
+        case .failure(let f):
+            let e = f.code
             if e == EAGAIN || e == EINTR { return [] }
             // The chip went away (unbound driver, unplugged expander): reopen later.
             let err = ButtonLineError.system(line: slots[i].ref.description, call: "reading events", errno: e)
@@ -262,16 +197,16 @@ public final class GPIODInput: ButtonInput {
             slots[i].error = err
             slots[i].retryAt = now + retryEvery
             return []
+        case .success(let edges):
+            guard !edges.isEmpty else { return [] }
+            let plan = slots[i].plan
+            let out = edges.map { e in
+                ButtonEvent(slots[i].action, level: plan.electricalLevel(reported: e.rising),
+                            at: LineRequestPlan.eventTime(kernel: e.seconds, now: now))
+            }
+            slots[i].level = out.last!.level
+            return out
         }
-        let out = evs[..<Int(n)].map { ev in
-            // The v1 uAPI stamps events with CLOCK_MONOTONIC since Linux 5.7 (REALTIME before):
-            // use the kernel's time when it is plausibly ours, else the time of reading.
-            let ts = Double(ev.ts.tv_sec) + Double(ev.ts.tv_nsec) / 1e9
-            let at = abs(ts - now) < 1 ? min(ts, now) : now
-            return ButtonEvent(slots[i].action, level: ev.event_type == Int32(GPIOD_LINE_EVENT_RISING_EDGE), at: at)
-        }
-        slots[i].level = out.last!.level
-        return out
     }
 
     public func close() {
@@ -279,4 +214,32 @@ public final class GPIODInput: ButtonInput {
     }
 
     deinit { close() }
+}
+
+/// An errno from reading a line's events.
+struct GPIODErrno: Error, Equatable {
+    var code: Int32
+}
+
+/// One edge as the kernel reported it: the reported value after it, and its timestamp
+/// (CLOCK_MONOTONIC seconds when the plan asked for that and the kernel could).
+struct GPIODEdge: Equatable {
+    var rising: Bool
+    var seconds: Double
+}
+
+extension ButtonLineError {
+    /// The error for an errno of opening a chip (shared by both APIs).
+    static func opening(chip: String, line: String, call: String, errno e: Int32) -> ButtonLineError {
+        if e == EACCES || e == EPERM { return .permissionDenied(line) }
+        if e == ENOENT || e == ENODEV || e == ENOTTY || e == 0 { return .chipNotFound(chip) }
+        return .system(line: line, call: call, errno: e)
+    }
+
+    /// The error for an errno of requesting a line (shared by both APIs).
+    static func requesting(line: String, call: String, errno e: Int32, consumer: () -> String?) -> ButtonLineError {
+        if e == EBUSY { return .busy(line: line, consumer: consumer()) }
+        if e == EACCES || e == EPERM { return .permissionDenied(line) }
+        return .system(line: line, call: call, errno: e)
+    }
 }

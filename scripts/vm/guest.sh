@@ -4,6 +4,17 @@
 # and timings in $RESULTS.
 set -uo pipefail
 source "$REPO/scripts/vm/lib/guest-lib.sh"
+# Which libgpiod crier runs with (vm-test.sh CRIER_VM_GPIOD=1|2): for v2 the library comes from
+# the bookworm-backports prefix (scripts/gpiod2-prefix.sh) on the host root, by LD_LIBRARY_PATH.
+# Its soname (libgpiod.so.3) differs from the host's libgpiod.so.2, so the v1 tools the
+# scenarios use to watch the kernel (gpioinfo, gpiomon) are unaffected.
+CRIER_VM_GPIOD=$(sed -n "s/^CRIER_VM_GPIOD='\(.*\)'$/\1/p" "$RESULTS/job.env")
+CRIER_VM_LD_LIBRARY_PATH=$(sed -n "s/^CRIER_VM_LD_LIBRARY_PATH='\(.*\)'$/\1/p" "$RESULTS/job.env")
+export CRIER_VM_GPIOD
+if [ -n "$CRIER_VM_LD_LIBRARY_PATH" ]; then export LD_LIBRARY_PATH=$CRIER_VM_LD_LIBRARY_PATH; fi
+if [ -n "$CRIER_VM_GPIOD" ] && [ -x "$CRIER_BIN" ]; then
+  echo "crier-vm: libgpiod v$CRIER_VM_GPIOD: $(ldd "$CRIER_BIN" | grep -o 'libgpiod[^ ]* => [^ ]*' | tr '\n' ' ')" | tee "$RESULTS/gpiod.txt"
+fi
 t_start=$(uptime_s)
 echo "boot_s=$t_start" > "$RESULTS/timing"
 

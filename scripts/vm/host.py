@@ -48,9 +48,25 @@ def note(msg):
     print(f"vm-test[{a.scenario}] {time.monotonic() - T0:6.1f}s {msg}", flush=True)
 
 
+# libgpiod 2 for the guest (CRIER_VM_GPIOD=2): the prefix lives under /var/cache, which the
+# guest covers with tmpfs, so the library is copied into the results share and put on the
+# guest's LD_LIBRARY_PATH from there.
+guest_ld = ""
+if os.environ.get("CRIER_VM_LD_LIBRARY_PATH"):
+    import glob, shutil
+    libdir = os.path.join(res, "lib")
+    os.makedirs(libdir)
+    for f in glob.glob(os.path.join(os.environ["CRIER_VM_LD_LIBRARY_PATH"], "libgpiod.so*")):
+        shutil.copy(f, libdir)  # follows symlinks: plain files on the share
+    guest_ld = "/run/crier-vm/results/lib"
+
 with open(os.path.join(res, "job.env"), "w") as f:
     f.write(f"SCENARIO='{a.scenario}'\nREPO='{a.repo}'\nCRIER_BIN='{crier_bin}'\n"
-            f"CRIER_VM_BUFFER_MS='{os.environ.get('CRIER_VM_BUFFER_MS', '400')}'\n")
+            f"CRIER_VM_BUFFER_MS='{os.environ.get('CRIER_VM_BUFFER_MS', '400')}'\n"
+            # the libgpiod API crier was built for (vm-test.sh's CRIER_VM_GPIOD) and, for v2,
+            # where the guest finds libgpiod.so.3 (the bookworm-backports prefix, over 9p)
+            f"CRIER_VM_GPIOD='{os.environ.get('CRIER_VM_GPIOD', '')}'\n"
+            f"CRIER_VM_LD_LIBRARY_PATH='{guest_ld}'\n")
 
 lock = threading.Lock()
 ctl_conn = None

@@ -98,6 +98,13 @@ crier_start() {
     sleep 0.1
   done
   say "crier ready after $(awk -v a="$t0" -v b="$(uptime_s)" 'BEGIN{printf "%.2f", b-a}') s (pid $CRIER_PID)"
+  # The backend under test (CRIER_VM_GPIOD=1|2) is the one crier says it reads buttons with.
+  if [ -n "${CRIER_VM_GPIOD:-}" ] && ! grep -q '^input *= *[^g ]' /tmp/crier.conf; then
+    wait_log "$log" ' INFO buttons: reading input=gpio' 10 || { fail "no 'INFO buttons: reading input=gpio' line"; return 1; }
+    grep ' INFO buttons: reading input=gpio' "$log" | tail -n1 | grep -q " libgpiod=$CRIER_VM_GPIOD\." \
+      || { fail "CRIER_VM_GPIOD=$CRIER_VM_GPIOD but crier says: $(grep ' INFO buttons: reading' "$log" | tail -n1)"; return 1; }
+    say "buttons through $(grep -o 'libgpiod=[^ ]*' "$log" | tail -n1)"
+  fi
   end=$((SECONDS + 20))
   until PCM_PARAMS=$(pcm_params "${PCM_CARD:-Loopback}" 0) && [ -n "$PCM_PARAMS" ]; do
     ((SECONDS < end)) || { fail "hw:${PCM_CARD:-Loopback},0 not open 20 s after ready"; return 1; }
