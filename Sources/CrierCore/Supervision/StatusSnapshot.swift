@@ -99,7 +99,7 @@ public enum StatusFormat {
         let lastError: JSONValue = s.lastError.map { e in
             .object(JSONObject([
                 ("time", .string(e.time.iso8601)), ("component", .string(e.component)),
-                ("message", .string(e.message)), ("line", .string(e.formatted())),
+                ("message", .string(e.escapedMessage)), ("line", .string(e.formatted())),
             ]))
         } ?? .null
         let alerts: [JSONValue] = s.lastAlerts.map { a in
@@ -140,13 +140,13 @@ public enum StatusFormat {
             if let f = c.lastFailure { line += "  last failure: \(f)" }
             out += line + "\n"
         }
-        out += "last error: " + (s.lastError.map { "\($0.time.iso8601) \($0.component): \($0.message)" } ?? "none") + "\n"
+        out += "last error: " + (s.lastError.map { "\($0.time.iso8601) \(LogRecord.escape($0.component)): \($0.escapedMessage)" } ?? "none") + "\n"
         if s.lastAlerts.isEmpty {
             out += "last alerts: none\n"
         } else {
             out += "last alerts:\n"
             for a in s.lastAlerts {
-                out += "  \(a.time.iso8601)  \(a.state.padded(to: 8))  \(a.id)  \(a.lang)  \(LogRecord.sanitize(a.text))\n"
+                out += "  \(a.time.iso8601)  \(a.state.padded(to: 8))  \(LogRecord.escape(a.id))  \(a.lang)  \(LogRecord.sanitize(a.text))\n"
             }
         }
         return out
