@@ -19,11 +19,11 @@ public struct ServerAddress: Sendable, Equatable, CustomStringConvertible {
 
     public init(parsing s: String) throws(ConfigValueError) {
         guard let sep = s.firstRange(of: "://") else {
-            throw ConfigValueError("expected tcp://HOST:PORT or tls://HOST:PORT, got \"\(s)\"")
+            throw ConfigValueError("expected tcp://HOST:PORT or tls://HOST:PORT, got \(ConfigValue.shown(s))")
         }
         let scheme = String(s[..<sep.lowerBound]).lowercased()
         guard scheme == "tcp" || scheme == "tls" else {
-            throw ConfigValueError("unsupported scheme \"\(scheme)\" (tcp:// or tls://), got \"\(s)\"")
+            throw ConfigValueError("unsupported scheme \"\(scheme)\" (tcp:// or tls://), got \(ConfigValue.shown(s))")
         }
         var rest = s[sep.upperBound...]
         if rest.hasSuffix("/") { rest = rest.dropLast() }
@@ -48,7 +48,7 @@ public struct ServerAddress: Sendable, Equatable, CustomStringConvertible {
                 let p = rest[rest.index(after: colon)...]
                 // Two colons: an IPv6 address without brackets, where the port cannot be told apart.
                 if p.contains(":") {
-                    throw ConfigValueError("write an IPv6 address in brackets, tcp://[::1]:7700, got \"\(s)\"")
+                    throw ConfigValueError("write an IPv6 address in brackets, tcp://[::1]:7700, got \(ConfigValue.shown(s))")
                 }
                 port = try Self.port(p, s)
             }
@@ -166,7 +166,7 @@ public enum SecretValue {
         for part in s.split(separator: ",") {
             let p = part.trimmed
             guard p.hasPrefix("sha256/"), let h = Base64.decode(String(p.dropFirst(7))), h.count == 32 else {
-                throw ConfigValueError("expected sha256/<base64 of the SHA-256 of the server's public key (SPKI)>, got \"\(p)\"; see docs/security.md for the openssl command that prints it")
+                throw ConfigValueError("expected sha256/<base64 of the SHA-256 of the server's public key (SPKI)>, got \(ConfigValue.shown(p)); see docs/security.md for the openssl command that prints it")
             }
             out.append(h)
         }
@@ -383,7 +383,7 @@ extension CrierConfig {
                   doc: "Also write every log line to this serial port (e.g. /dev/serial0), 8N1, never blocking: lines are dropped and counted if it cannot keep up. Empty: off.",
                   apply: { c, v throws(ConfigValueError) in
                       guard v.isEmpty || v.hasPrefix("/dev/") else {
-                          throw ConfigValueError("expected a device path such as /dev/serial0, got \"\(v)\"")
+                          throw ConfigValueError("expected a device path such as /dev/serial0, got \(ConfigValue.shown(v))")
                       }
                       c.log.serial = v
                   }, render: { $0.log.serial }),
