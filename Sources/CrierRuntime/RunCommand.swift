@@ -112,7 +112,7 @@ public enum RunCommand {
         supervisor.stop()
         _ = await supTask.value
         await daemon.shutdown()
-        hub.flushRepeats()
+        hub.flushRepeats(final: true)
         serial?.close(flushTimeout: 1)
         return code
     }

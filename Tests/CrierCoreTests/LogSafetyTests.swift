@@ -214,6 +214,18 @@ import Testing
         #expect(lines.contains { $0.message == "order rejected (repeated 4999 times)" && $0.fields.contains { $0 == ("reason", "invalid_order") } })
     }
 
+    @Test func atShutdownEveryPendingCountIsWritten() {
+        let hub = LogHub(clock: { WallTime(unixMillis: 5_000) })
+        let sink = MemoryLogSink()
+        hub.add(sink)
+        hub.limitRepeats()
+        for i in 0..<500 { hub.emit(.warning, "alert", "order rejected", [("id", "A-\(i)"), ("reason", "queue_full")]) }
+        hub.flushRepeats()
+        #expect(sink.all.count == 1)  // the window is not over
+        hub.flushRepeats(final: true)
+        #expect(sink.all.last?.message == "order rejected (repeated 499 times)")
+    }
+
     @Test func theFirstErrorOfAKindIsNeverSuppressedEvenWhenTheTableIsFull() {
         var r = RateLimiter(window: 60, maxTracked: 4)
         var out: [LogRecord] = []

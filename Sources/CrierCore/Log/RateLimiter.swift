@@ -114,6 +114,15 @@ public struct RateLimiter: Sendable {
         return out.sorted { $0.formatted() < $1.formatted() }
     }
 
+    /// Every pending summary, window over or not (at shutdown: a count is never lost).
+    public mutating func drain(now: WallTime) -> [LogRecord] {
+        let out = entries.values.compactMap { Self.summary($0, now: now) }
+        entries.removeAll()
+        earliest = nil
+        latest = nil
+        return out.sorted { $0.formatted() < $1.formatted() }
+    }
+
     private static func summary(_ e: Entry, now: WallTime) -> LogRecord? {
         guard e.suppressed > 0 else { return nil }
         var fields = e.sample.fields.filter { !itemFields.contains($0.0) }

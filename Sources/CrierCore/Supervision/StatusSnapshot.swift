@@ -123,11 +123,11 @@ public enum StatusFormat {
 
     /// What `crier status` prints.
     public static func human(_ s: StatusSnapshot) -> String {
-        var out = "crier \(s.version) on \(s.deviceID), up \(duration(s.uptime)), \(s.healthy ? "healthy" : "NOT healthy")\n"
+        var out = "crier \(s.version) on \(LogRecord.escape(s.deviceID)), up \(duration(s.uptime)), \(s.healthy ? "healthy" : "NOT healthy")\n"
         var link = "link: \(s.link.state)"
         if let server = s.link.server { link += " \(server)" }
         if let since = s.link.since { link += " for \(duration(since))" }
-        if let d = s.link.detail { link += " (\(d))" }
+        if let d = s.link.detail { link += " (\(LogRecord.escape(d)))" }
         out += link + "\n"
         out += "volume: \(s.volume)/\(s.volumeMax)\(s.muted ? " (muted)" : "")\n"
         out += "queue: \(s.queueLength) waiting\n"
@@ -136,8 +136,8 @@ public enum StatusFormat {
         for c in s.components {
             var line = "  " + c.name.padded(to: width) + "  " + c.state.rawValue.padded(to: 10)
             line += "  restarts \(c.restarts)"
-            if let d = c.detail { line += "  \(d)" }
-            if let f = c.lastFailure { line += "  last failure: \(f)" }
+            if let d = c.detail { line += "  \(LogRecord.escape(d))" }
+            if let f = c.lastFailure { line += "  last failure: \(LogRecord.escape(f))" }
             out += line + "\n"
         }
         out += "last error: " + (s.lastError.map { "\($0.time.iso8601) \(LogRecord.escape($0.component)): \($0.escapedMessage)" } ?? "none") + "\n"
