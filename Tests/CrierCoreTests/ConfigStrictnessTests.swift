@@ -85,6 +85,8 @@ import Testing
         ("alert.repeat_every = 0,5", "use a dot"),
         ("audio.rate = 44100.0", "a whole number"),
         ("audio.rate =", "the value is empty"),
+        ("server.ca = ca.pem", "expected an absolute path"),
+        ("speech.data_path = espeak", "expected an absolute path"),
     ])
     func refusedValuesNameTheLineAndKeepTheDefault(_ line: String, _ fragment: String) {
         let r = parse("# first\n" + line + "\n")

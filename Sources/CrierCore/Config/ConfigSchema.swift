@@ -105,6 +105,13 @@ public enum ConfigValue {
         return s
     }
 
+    /// A file or directory the daemon opens: relative paths would depend on its working
+    /// directory (`/` under systemd, anything by hand).
+    public static func absolutePath(_ s: String) throws(ConfigValueError) -> String {
+        guard s.hasPrefix("/") else { throw ConfigValueError("expected an absolute path (starting with /), got \(shown(s))") }
+        return s
+    }
+
     public static func fmt(_ d: Double) -> String {
         d == d.rounded() && abs(d) < 1e15 ? String(Int(d)) : String(d)
     }

@@ -276,7 +276,7 @@ extension CrierConfig {
                   render: { $0.link.token == nil ? "" : "(set)" }),
         ConfigKey("server.ca", section: "general", default: "",
                   doc: "tls:// only: PEM file with the CA certificate(s) that sign the order server's certificate. Empty: the system's CA store.",
-                  apply: { c, v in c.link.ca = v.isEmpty ? nil : v },
+                  apply: { c, v throws(ConfigValueError) in c.link.ca = v.isEmpty ? nil : try ConfigValue.absolutePath(v) },
                   render: { $0.link.ca ?? "" }),
         ConfigKey("server.pin", section: "general", default: "",
                   doc: "tls:// only: sha256/<base64 SPKI hash> of the server's public key (or a CA's in its chain); several separated by commas. Empty: no pinning.",
@@ -342,7 +342,8 @@ extension CrierConfig {
                       render: { ConfigValue.fmt($0.speech.deadline) }),
             ConfigKey("speech.data_path", section: "speech", default: "",
                       doc: "Directory that contains espeak-ng-data/; empty uses the system's (/usr/lib/*/espeak-ng-data).",
-                      apply: { c, v in c.speech.dataPath = v }, render: { $0.speech.dataPath }),
+                      apply: { c, v throws(ConfigValueError) in c.speech.dataPath = v.isEmpty ? "" : try ConfigValue.absolutePath(v) },
+                      render: { $0.speech.dataPath }),
         ]
         let defaults = SpeechConfig().voices
         for lang in Lang.allCases {
