@@ -17,43 +17,65 @@ public struct CommandContext: Sendable {
     public let hub: LogHub
     public let loaded: ConfigLoader.Loaded
 
+    public init(hub: LogHub, loaded: ConfigLoader.Loaded) {
+        self.hub = hub
+        self.loaded = loaded
+    }
+
+    /// Fails only when the user named a file that cannot be read (a command then stops);
+    /// `crier run` uses `forRun`, which never fails.
     public static func make(configPath: String?, logLevel: LogLevel? = nil) -> Result<CommandContext, ConfigLoader.LoadError> {
-        let hub = LogHub(clock: WallClock.now)
-        hub.add(StderrSink())
         do {
             let loaded = try ConfigLoader.load(path: configPath ?? CrierConfig.defaultPath, required: configPath != nil)
-            hub.setMinimum(logLevel ?? loaded.config.log.level)
-            let log = hub.logger("config")
-            for d in loaded.diagnostics {
-                if d.severity == .error { log.error(d.description) } else { log.warning(d.description) }
-            }
-            return .success(CommandContext(hub: hub, loaded: loaded))
+            return .success(start(loaded, logLevel: logLevel))
         } catch {
             return .failure(error)
         }
     }
+
+    /// The daemon's start-up: the configuration `crier check-config` prints for the same file
+    /// (`ConfigLoader.effective`), every problem logged with its line, and the digest of what
+    /// runs (check-config prints the same digest).
+    public static func forRun(configPath: String?) -> CommandContext {
+        let path = configPath ?? CrierConfig.defaultPath
+        let ctx = start(ConfigLoader.effective(path: path, required: configPath != nil), logLevel: nil)
+        if ctx.loaded.fileFound || !ctx.loaded.diagnostics.isEmpty {
+            ctx.hub.logger("config").info("loaded", ["file": path, "errors": ctx.loaded.errors.count,
+                                                     "warnings": ctx.loaded.warnings.count, "digest": ctx.loaded.digest])
+        }
+        return ctx
+    }
+
+    private static func start(_ loaded: ConfigLoader.Loaded, logLevel: LogLevel?) -> CommandContext {
+        let hub = LogHub(clock: WallClock.now)
+        hub.add(StderrSink())
+        hub.setMinimum(logLevel ?? loaded.config.log.level)
+        let log = hub.logger("config")
+        for d in loaded.diagnostics {
+            if d.severity == .error { log.error(d.description) } else { log.warning(d.description) }
+        }
+        return CommandContext(hub: hub, loaded: loaded)
+    }
 }
 
 public enum CheckConfigCommand {
-    /// Validates a file, prints its problems to stderr and the effective configuration to stdout.
+    /// Validates a file, prints its problems to stderr and the effective configuration to
+    /// stdout: exactly what `crier run` would use (the same `ConfigLoader.effective`), with the
+    /// digest the daemon logs at start. Exit 1 when there is any error.
     public static func run(path: String?) -> Int32 {
         let p = path ?? CrierConfig.defaultPath
-        do {
-            let loaded = try ConfigLoader.load(path: p, required: true)
-            for d in loaded.diagnostics {
-                FileIO.stderr("\(d.severity == .error ? "error" : "warning"): \(d)\n")
-            }
-            print("# effective configuration from \(p)")
-            print(loaded.config.rendered(), terminator: "")
-            if !loaded.errors.isEmpty {
-                FileIO.stderr("\(p): \(loaded.errors.count) error(s); the box would use the defaults shown for those keys\n")
-                return ExitCode.failure
-            }
-            return ExitCode.ok
-        } catch {
-            FileIO.stderr("crier check-config: \(error)\n")
+        let loaded = ConfigLoader.effective(path: p, required: true)
+        for d in loaded.diagnostics {
+            // Escaped like a log line: the file may hold control characters or bidi overrides.
+            FileIO.stderr("\(d.severity == .error ? "error" : "warning"): \(LogRecord.escape(d.description))\n")
+        }
+        print("# effective configuration from \(LogRecord.escape(p)) (digest \(loaded.digest), as `crier run` logs it)")
+        print(loaded.config.rendered(), terminator: "")
+        if !loaded.errors.isEmpty {
+            FileIO.stderr("\(LogRecord.escape(p)): \(loaded.errors.count) error(s); the box would use the values shown above (defaults for those keys)\n")
             return ExitCode.failure
         }
+        return ExitCode.ok
     }
 }
 

@@ -10,22 +10,13 @@ public enum RunCommand {
     /// The daemon. Returns 0 after SIGTERM/SIGINT, 1 when the supervisor gives up (restart
     /// intensity exceeded) so systemd restarts the whole process.
     public static func run(configPath: String?) async -> Int32 {
-        let ctx: CommandContext
-        switch CommandContext.make(configPath: configPath) {
-        case .success(let c): ctx = c
-        case .failure(let e):
-            // A config the box cannot read is logged and the defaults are used: a shop's typo
-            // must not silence the speaker.
-            let hub = LogHub(clock: WallClock.now)
-            hub.add(StderrSink())
-            hub.logger("config").error("\(e); running with defaults")
-            ctx = CommandContext(hub: hub, loaded: ConfigLoader.Loaded(config: CrierConfig(), path: configPath ?? CrierConfig.defaultPath,
-                                                                        fileFound: false, diagnostics: []))
-        }
+        // A config the box cannot read is logged and the defaults are used: a shop's typo
+        // must not silence the speaker. The same configuration check-config prints.
+        let ctx = CommandContext.forRun(configPath: configPath)
         let config = ctx.loaded.config
         let hub = ctx.hub
         let log = hub.logger("runtime")
-        if !ctx.loaded.fileFound {
+        if !ctx.loaded.fileFound && ctx.loaded.diagnostics.isEmpty {
             log.warning("no config file at \(ctx.loaded.path); using defaults (see `crier config --example`)")
         }
         hub.limitRepeats()
@@ -121,7 +112,7 @@ public enum RunCommand {
         supervisor.stop()
         _ = await supTask.value
         await daemon.shutdown()
-        hub.flushRepeats()
+        hub.flushRepeats(final: true)
         serial?.close(flushTimeout: 1)
         return code
     }

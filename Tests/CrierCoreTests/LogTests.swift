@@ -63,9 +63,9 @@ import Testing
         #expect(r.tracked == 5)
     }
 
-    @Test func lessSevereLevelsAreNeverLimited() {
+    @Test func debugIsNeverLimited() {
         var r = RateLimiter(window: 60)
-        let x = rec(0, .info)
+        let x = rec(0, .debug)
         #expect(r.admit(x) == [x])
         #expect(r.admit(x) == [x])
         #expect(r.tracked == 0)
@@ -88,11 +88,15 @@ import Testing
         #expect(out.map(\.message) == ["write failed (repeated 1 time)", "write failed"])
     }
 
-    @Test func trackingIsBounded() {
+    @Test func trackingIsBoundedAndNothingPassesUncounted() {
         var r = RateLimiter(window: 60, maxTracked: 2)
-        for i in 0..<5 { _ = r.admit(rec(Int64(i), .error, "c\(i)")) }
+        var out: [LogRecord] = []
+        for i in 0..<5 { for j in 0..<3 { out += r.admit(rec(Int64(i * 3 + j), .error, "c\(i)")) } }
         #expect(r.tracked == 2)
-        // Untracked lines pass every time.
-        #expect(r.admit(rec(10, .error, "c4")).count == 1)
+        out += r.flush(now: WallTime(unixMillis: 120_000))
+        // Each of the 5 kinds: its first line, then a summary of the 2 repeats (the evicted ones
+        // early, when a new kind needed the room).
+        #expect(out.count == 10)
+        #expect(out.filter { $0.message == "write failed (repeated 2 times)" }.count == 5)
     }
 }

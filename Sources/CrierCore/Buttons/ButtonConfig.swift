@@ -31,12 +31,12 @@ public enum LineRef: Sendable, Equatable, Hashable, CustomStringConvertible {
             let chip = String(s[..<colon])
             let off = s[s.index(after: colon)...]
             guard !chip.isEmpty, !chip.contains(" "), let o = Int(off), (0...1023).contains(o) else {
-                throw ConfigValueError("expected a line name like GPIO17 or CHIP:OFFSET like gpiochip0:17, got \"\(s)\"")
+                throw ConfigValueError("expected a line name like GPIO17 or CHIP:OFFSET like gpiochip0:17, got \(ConfigValue.shown(s))")
             }
             self = .chip(chip, offset: o)
         } else {
             guard !s.isEmpty, !s.contains(where: { $0 == " " || $0 == "\t" }) else {
-                throw ConfigValueError("expected a line name like GPIO17 or CHIP:OFFSET like gpiochip0:17, got \"\(s)\"")
+                throw ConfigValueError("expected a line name like GPIO17 or CHIP:OFFSET like gpiochip0:17, got \(ConfigValue.shown(s))")
             }
             self = .name(s)
         }
@@ -86,15 +86,15 @@ public enum ButtonInputKind: Sendable, Equatable, CustomStringConvertible {
     case fifo(String)
 
     public init(parsing s: String) throws(ConfigValueError) {
-        switch s {
+        switch s.lowercased() {
         case "gpio": self = .gpio
         case "keyboard": self = .keyboard
         default:
             guard s.hasPrefix("fifo:"), s.count > 5 else {
-                throw ConfigValueError("expected gpio, keyboard or fifo:/PATH, got \"\(s)\"")
+                throw ConfigValueError("expected gpio, keyboard or fifo:/PATH, got \(ConfigValue.shown(s))")
             }
             let path = String(s.dropFirst(5))
-            guard path.hasPrefix("/") else { throw ConfigValueError("expected an absolute path after fifo:, got \"\(s)\"") }
+            guard path.hasPrefix("/") else { throw ConfigValueError("expected an absolute path after fifo:, got \(ConfigValue.shown(s))") }
             self = .fifo(path)
         }
     }
@@ -231,7 +231,7 @@ public struct ButtonsConfig: Sendable, Equatable {
                       doc: "File keeping volume and mute across power loss (written atomically; a damaged file is replaced by defaults).",
                       apply: { c, v throws(ConfigValueError) in
                           let v = try ConfigValue.nonEmpty(v, what: "an absolute path")
-                          guard v.hasPrefix("/") else { throw ConfigValueError("expected an absolute path, got \"\(v)\"") }
+                          guard v.hasPrefix("/") else { throw ConfigValueError("expected an absolute path, got \(ConfigValue.shown(v))") }
                           c.buttons.statePath = v
                       }, render: { $0.buttons.statePath }),
         ]

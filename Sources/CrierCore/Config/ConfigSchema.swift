@@ -8,8 +8,17 @@ public struct ConfigDiagnostic: Sendable, Equatable, CustomStringConvertible {
     public var message: String
     public var severity: Severity
 
+    /// Line 0: about the whole file (it could not be read).
     public var description: String {
-        "\(file):\(line): " + (key.map { "\($0): " } ?? "") + message
+        "\(file):" + (line > 0 ? "\(line): " : " ") + (key.map { "\(ConfigValue.short($0)): " } ?? "") + message
+    }
+
+    public init(file: String, line: Int, key: String?, message: String, severity: Severity) {
+        self.file = file
+        self.line = line
+        self.key = key
+        self.message = message
+        self.severity = severity
     }
 }
 
@@ -49,31 +58,46 @@ public struct ConfigKey: Sendable {
 public enum ConfigValue {
     public static func int(_ s: String, _ range: ClosedRange<Int>) throws(ConfigValueError) -> Int {
         guard let v = Int(s), range.contains(v) else {
-            throw ConfigValueError("expected an integer \(range.lowerBound)...\(range.upperBound), got \"\(s)\"")
+            throw ConfigValueError("expected an integer \(range.lowerBound)...\(range.upperBound), got \(shown(s))" + hint(s, integer: true))
         }
         return v
     }
 
     public static func number(_ s: String, _ range: ClosedRange<Double>) throws(ConfigValueError) -> Double {
         guard let v = Double(s), v.isFinite, range.contains(v) else {
-            throw ConfigValueError("expected a number \(fmt(range.lowerBound))...\(fmt(range.upperBound)), got \"\(s)\"")
+            throw ConfigValueError("expected a number \(fmt(range.lowerBound))...\(fmt(range.upperBound)), got \(shown(s))" + hint(s, integer: false))
         }
         return v
+    }
+
+    /// What a hurried person most likely meant, for the error message.
+    static func hint(_ s: String, integer: Bool) -> String {
+        if s.isEmpty { return " (the value is empty)" }
+        let digits = s.prefix { $0.isASCII && ($0.isNumber || $0 == "." || $0 == "-" || $0 == "+") }
+        if !digits.isEmpty && digits.count < s.count && Double(digits) != nil,
+           s.dropFirst(digits.count).trimmed.allSatisfy({ $0.isLetter }) {
+            return " (write the number without a unit)"
+        }
+        if s.contains(","), Double(s.replacingAll(",", with: ".")) != nil { return " (use a dot for decimals)" }
+        if integer, Int(s) == nil, let d = Double(s), d.isFinite { return " (a whole number)" }
+        return ""
     }
 
     public static func bool(_ s: String) throws(ConfigValueError) -> Bool {
         switch s.lowercased() {
         case "on", "yes", "true", "1": return true
         case "off", "no", "false", "0": return false
-        default: throw ConfigValueError("expected on or off, got \"\(s)\"")
+        default: throw ConfigValueError("expected on or off, got \(shown(s))")
         }
     }
 
+    /// One of `options`, whatever the case (`ZH`, `Floor`); returns the option as listed.
     public static func choice(_ s: String, _ options: [String]) throws(ConfigValueError) -> String {
-        guard options.contains(s) else {
-            throw ConfigValueError("expected one of \(options.joined(separator: ", ")), got \"\(s)\"")
+        let l = s.lowercased()
+        guard let o = options.first(where: { $0.lowercased() == l }) else {
+            throw ConfigValueError("expected one of \(options.joined(separator: ", ")), got \(shown(s))")
         }
-        return s
+        return o
     }
 
     public static func nonEmpty(_ s: String, what: String) throws(ConfigValueError) -> String {
@@ -81,7 +105,24 @@ public enum ConfigValue {
         return s
     }
 
+    /// A file or directory the daemon opens: relative paths would depend on its working
+    /// directory (`/` under systemd, anything by hand).
+    public static func absolutePath(_ s: String) throws(ConfigValueError) -> String {
+        guard s.hasPrefix("/") else { throw ConfigValueError("expected an absolute path (starting with /), got \(shown(s))") }
+        return s
+    }
+
     public static func fmt(_ d: Double) -> String {
         d == d.rounded() && abs(d) < 1e15 ? String(Int(d)) : String(d)
+    }
+
+    /// A value as error messages quote it: at most 60 characters (a 16 KiB line must not
+    /// become a 16 KiB log line). Escaping is the log's job (`LogRecord.escape`).
+    public static func shown(_ s: String) -> String {
+        s.count <= 60 ? "\"\(s)\"" : "\"\(short(s))\" (\(s.count) characters)"
+    }
+
+    public static func short(_ s: String) -> String {
+        s.count <= 60 ? s : String(s.prefix(57)) + "…"
     }
 }

@@ -19,11 +19,11 @@ public struct ServerAddress: Sendable, Equatable, CustomStringConvertible {
 
     public init(parsing s: String) throws(ConfigValueError) {
         guard let sep = s.firstRange(of: "://") else {
-            throw ConfigValueError("expected tcp://HOST:PORT or tls://HOST:PORT, got \"\(s)\"")
+            throw ConfigValueError("expected tcp://HOST:PORT or tls://HOST:PORT, got \(ConfigValue.shown(s))")
         }
         let scheme = String(s[..<sep.lowerBound]).lowercased()
         guard scheme == "tcp" || scheme == "tls" else {
-            throw ConfigValueError("unsupported scheme \"\(scheme)\" (tcp:// or tls://), got \"\(s)\"")
+            throw ConfigValueError("unsupported scheme \"\(scheme)\" (tcp:// or tls://), got \(ConfigValue.shown(s))")
         }
         var rest = s[sep.upperBound...]
         if rest.hasSuffix("/") { rest = rest.dropLast() }
@@ -48,7 +48,7 @@ public struct ServerAddress: Sendable, Equatable, CustomStringConvertible {
                 let p = rest[rest.index(after: colon)...]
                 // Two colons: an IPv6 address without brackets, where the port cannot be told apart.
                 if p.contains(":") {
-                    throw ConfigValueError("write an IPv6 address in brackets, tcp://[::1]:7700, got \"\(s)\"")
+                    throw ConfigValueError("write an IPv6 address in brackets, tcp://[::1]:7700, got \(ConfigValue.shown(s))")
                 }
                 port = try Self.port(p, s)
             }
@@ -166,7 +166,7 @@ public enum SecretValue {
         for part in s.split(separator: ",") {
             let p = part.trimmed
             guard p.hasPrefix("sha256/"), let h = Base64.decode(String(p.dropFirst(7))), h.count == 32 else {
-                throw ConfigValueError("expected sha256/<base64 of the SHA-256 of the server's public key (SPKI)>, got \"\(p)\"; see docs/security.md for the openssl command that prints it")
+                throw ConfigValueError("expected sha256/<base64 of the SHA-256 of the server's public key (SPKI)>, got \(ConfigValue.shown(p)); see docs/security.md for the openssl command that prints it")
             }
             out.append(h)
         }
@@ -276,7 +276,7 @@ extension CrierConfig {
                   render: { $0.link.token == nil ? "" : "(set)" }),
         ConfigKey("server.ca", section: "general", default: "",
                   doc: "tls:// only: PEM file with the CA certificate(s) that sign the order server's certificate. Empty: the system's CA store.",
-                  apply: { c, v in c.link.ca = v.isEmpty ? nil : v },
+                  apply: { c, v throws(ConfigValueError) in c.link.ca = v.isEmpty ? nil : try ConfigValue.absolutePath(v) },
                   render: { $0.link.ca ?? "" }),
         ConfigKey("server.pin", section: "general", default: "",
                   doc: "tls:// only: sha256/<base64 SPKI hash> of the server's public key (or a CA's in its chain); several separated by commas. Empty: no pinning.",
@@ -342,7 +342,8 @@ extension CrierConfig {
                       render: { ConfigValue.fmt($0.speech.deadline) }),
             ConfigKey("speech.data_path", section: "speech", default: "",
                       doc: "Directory that contains espeak-ng-data/; empty uses the system's (/usr/lib/*/espeak-ng-data).",
-                      apply: { c, v in c.speech.dataPath = v }, render: { $0.speech.dataPath }),
+                      apply: { c, v throws(ConfigValueError) in c.speech.dataPath = v.isEmpty ? "" : try ConfigValue.absolutePath(v) },
+                      render: { $0.speech.dataPath }),
         ]
         let defaults = SpeechConfig().voices
         for lang in Lang.allCases {
@@ -383,7 +384,7 @@ extension CrierConfig {
                   doc: "Also write every log line to this serial port (e.g. /dev/serial0), 8N1, never blocking: lines are dropped and counted if it cannot keep up. Empty: off.",
                   apply: { c, v throws(ConfigValueError) in
                       guard v.isEmpty || v.hasPrefix("/dev/") else {
-                          throw ConfigValueError("expected a device path such as /dev/serial0, got \"\(v)\"")
+                          throw ConfigValueError("expected a device path such as /dev/serial0, got \(ConfigValue.shown(v))")
                       }
                       c.log.serial = v
                   }, render: { $0.log.serial }),

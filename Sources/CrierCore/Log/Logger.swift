@@ -41,11 +41,11 @@ public final class LogHub: Sendable {
     }
 
     /// Emits the "repeated N times" summaries whose window is over; the runtime calls this
-    /// every few seconds.
-    public func flushRepeats() {
+    /// every few seconds, and with `final` at shutdown, so every pending count is written.
+    public func flushRepeats(final: Bool = false) {
         let out: ([any LogSink], [LogRecord])? = state.withLock { s in
             guard s.limiter != nil else { return nil }
-            return (s.sinks, s.limiter!.flush(now: clock()))
+            return (s.sinks, final ? s.limiter!.drain(now: clock()) : s.limiter!.flush(now: clock()))
         }
         guard let (sinks, records) = out else { return }
         for record in records {

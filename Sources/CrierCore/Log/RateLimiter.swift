@@ -1,20 +1,35 @@
-/// Keeps a repeating error from flooding the journal, the serial console and the SD card.
+/// Keeps a repeating event from flooding the journal, the serial console and the SD card,
+/// whoever causes it (a hostile server sending 100 000 orders to a full queue, 300 000 cancels
+/// for unknown ids, a device that keeps failing).
 ///
-/// Records of a limited level (warning and error by default) that are identical apart from
-/// their time (same level, component, message and fields) are suppressed for `window` seconds
-/// after the first one; when the window is over, one summary says how many were suppressed:
-/// `WARN link: connect failed (repeated 58 times) server=tcp://10.0.0.5:7700`. Fields are part
-/// of the identity so that `restarting component=audio` and `restarting component=link` are not
-/// merged; a message meant to be limited should not carry a changing field (`after=3.2s`).
+/// Records are grouped by their *reason*: level, component, message and the fields that say
+/// why (`reason=queue_full`, `component=audio`, `server=…`), but not the per-item fields
+/// (`id`, `ids`, `line`, `text`: see `itemFields`) that make every order's line different.
+/// In one `window` (60 s by default, starting at the group's first record) the first
+/// `burst(level)` records of a group are written; the rest are counted, and when the window is
+/// over one summary carries the count and the last suppressed record's item fields:
+/// `WARN alert: order rejected (repeated 99990 times) reason=queue_full sample_id=A-99999`.
+/// Every record is either written or counted in exactly one summary.
+///
+/// - Warnings and errors have a burst of 1 (the first of a kind is always written, so an
+///   error's first occurrence is never suppressed); notice and info lines, which are the box's
+///   normal per-order activity, get 100 per minute, far above what speech can produce, so only
+///   floods are cut. Debug is not limited.
+/// - Memory is bounded: at most `maxTracked` groups; a new group beyond that evicts the one
+///   whose window started first, writing its summary early. No record ever passes uncounted.
 ///
 /// Pure: time comes from the records (and from `flush(now:)`). A record older than the start
 /// of its window (the wall clock was set back) ends the window.
 public struct RateLimiter: Sendable {
     public let window: Double
-    public let levels: Set<LogLevel>
-    /// At most this many distinct repeating lines are tracked; beyond that, new lines pass
-    /// unlimited instead of growing memory.
+    /// Records of a group written per window, by level; a level not listed is not limited.
+    public let bursts: [LogLevel: Int]
     public let maxTracked: Int
+
+    /// Fields that name the item a line is about rather than why it was logged.
+    public static let itemFields: Set<String> = ["id", "ids", "line", "text"]
+
+    public static let defaultBursts: [LogLevel: Int] = [.error: 1, .warning: 1, .notice: 100, .info: 100]
 
     private struct Key: Hashable {
         var level: LogLevel
@@ -24,53 +39,99 @@ public struct RateLimiter: Sendable {
     }
     private struct Entry {
         var start: WallTime
+        var passed: Int
         var suppressed: Int
+        /// The last suppressed record (its item fields go into the summary).
         var sample: LogRecord
     }
     private var entries: [Key: Entry] = [:]
+    /// Earliest window start among `entries` (nil: none), so `flush` is a comparison, not a scan,
+    /// on almost every record.
+    private var earliest: WallTime?
+    private var latest: WallTime?
 
-    public init(window: Double = 60, levels: Set<LogLevel> = [.error, .warning], maxTracked: Int = 128) {
+    public init(window: Double = 60, bursts: [LogLevel: Int] = RateLimiter.defaultBursts, maxTracked: Int = 128) {
         self.window = window
-        self.levels = levels
-        self.maxTracked = maxTracked
+        self.bursts = bursts
+        self.maxTracked = max(1, maxTracked)
+    }
+
+    /// Only warnings and errors limited, `burst` each (the limiter before per-reason keys).
+    public init(window: Double, levels: Set<LogLevel>, burst: Int = 1, maxTracked: Int = 128) {
+        var b: [LogLevel: Int] = [:]
+        for l in levels { b[l] = burst }
+        self.init(window: window, bursts: b, maxTracked: maxTracked)
     }
 
     /// The records to emit for `record`, in order: summaries of windows that have ended, then
-    /// the record itself unless it is a repeat.
+    /// the record itself unless it is over its group's burst.
     public mutating func admit(_ record: LogRecord) -> [LogRecord] {
         var out = flush(now: record.time)
-        guard levels.contains(record.level) else { return out + [record] }
+        guard let burst = bursts[record.level] else { return out + [record] }
         let key = Key(level: record.level, component: record.component, message: record.message,
-                      fields: record.fields.flatMap { [$0.0, $0.1] })
-        if entries[key] != nil {
-            entries[key]!.suppressed += 1
+                      fields: record.fields.filter { !Self.itemFields.contains($0.0) }.flatMap { [$0.0, $0.1] })
+        if var e = entries[key] {
+            if e.passed < burst {
+                e.passed += 1
+                out.append(record)
+            } else {
+                e.suppressed += 1
+                e.sample = record
+            }
+            entries[key] = e
             return out
         }
-        if entries.count < maxTracked {
-            entries[key] = Entry(start: record.time, suppressed: 0, sample: record)
+        if entries.count >= maxTracked, let oldest = entries.min(by: { $0.value.start < $1.value.start }) {
+            entries[oldest.key] = nil
+            if let s = Self.summary(oldest.value, now: record.time) { out.append(s) }
+            earliest = entries.values.map(\.start).min()
+            latest = entries.values.map(\.start).max()
         }
-        out.append(record)
+        entries[key] = Entry(start: record.time, passed: burst > 0 ? 1 : 0, suppressed: burst > 0 ? 0 : 1, sample: record)
+        earliest = earliest.map { Swift.min($0, record.time) } ?? record.time
+        latest = latest.map { Swift.max($0, record.time) } ?? record.time
+        if burst > 0 { out.append(record) }
         return out
     }
 
     /// Summaries for every window that has ended by `now`; call now and then (every few
-    /// seconds) so a summary appears even when the error stopped repeating.
+    /// seconds) so a summary appears even when the flood stopped.
     public mutating func flush(now: WallTime) -> [LogRecord] {
         let limit = Int64(window * 1000)
+        // A scan only when some window may have ended: the oldest is old enough, or the clock
+        // went back before the newest start.
+        guard let first = earliest, let last = latest,
+              now.unixMillis - first.unixMillis >= limit || now < last else { return [] }
         var out: [LogRecord] = []
         for (key, e) in entries {
             let age = now.unixMillis - e.start.unixMillis
             guard age >= limit || age < 0 else { continue }
             entries[key] = nil
-            if e.suppressed > 0 {
-                out.append(LogRecord(time: now, level: e.sample.level, component: e.sample.component,
-                                     message: "\(e.sample.message) (repeated \(e.suppressed) \(e.suppressed == 1 ? "time" : "times"))",
-                                     fields: e.sample.fields))
-            }
+            if let s = Self.summary(e, now: now) { out.append(s) }
         }
+        earliest = entries.values.map(\.start).min()
+        latest = entries.values.map(\.start).max()
         return out.sorted { $0.formatted() < $1.formatted() }
     }
 
-    /// Lines currently being counted.
+    /// Every pending summary, window over or not (at shutdown: a count is never lost).
+    public mutating func drain(now: WallTime) -> [LogRecord] {
+        let out = entries.values.compactMap { Self.summary($0, now: now) }
+        entries.removeAll()
+        earliest = nil
+        latest = nil
+        return out.sorted { $0.formatted() < $1.formatted() }
+    }
+
+    private static func summary(_ e: Entry, now: WallTime) -> LogRecord? {
+        guard e.suppressed > 0 else { return nil }
+        var fields = e.sample.fields.filter { !itemFields.contains($0.0) }
+        fields += e.sample.fields.filter { itemFields.contains($0.0) }.map { ("sample_" + $0.0, $0.1) }
+        return LogRecord(time: now, level: e.sample.level, component: e.sample.component,
+                         message: "\(e.sample.message) (repeated \(e.suppressed) \(e.suppressed == 1 ? "time" : "times"))",
+                         fields: fields)
+    }
+
+    /// Groups currently being counted.
     public var tracked: Int { entries.count }
 }

@@ -67,7 +67,7 @@ public struct Templates: Sendable, Equatable {
                     apply: { c, v throws(ConfigValueError) in
                         let v = try ConfigValue.nonEmpty(v, what: "the words to say")
                         for p in Templates.placeholderNames(in: v) where !allowed.contains(p) {
-                            throw ConfigValueError("unknown placeholder {\(p)}; this template takes "
+                            throw ConfigValueError("unknown placeholder {\(ConfigValue.short(p))}; this template takes "
                                 + (allowed.isEmpty ? "none" : allowed.map { "{\($0)}" }.joined(separator: ", ")))
                         }
                         c.templates.table[lang, default: [:]][name] = v

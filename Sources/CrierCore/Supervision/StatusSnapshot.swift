@@ -99,7 +99,7 @@ public enum StatusFormat {
         let lastError: JSONValue = s.lastError.map { e in
             .object(JSONObject([
                 ("time", .string(e.time.iso8601)), ("component", .string(e.component)),
-                ("message", .string(e.message)), ("line", .string(e.formatted())),
+                ("message", .string(e.escapedMessage)), ("line", .string(e.formatted())),
             ]))
         } ?? .null
         let alerts: [JSONValue] = s.lastAlerts.map { a in
@@ -123,11 +123,11 @@ public enum StatusFormat {
 
     /// What `crier status` prints.
     public static func human(_ s: StatusSnapshot) -> String {
-        var out = "crier \(s.version) on \(s.deviceID), up \(duration(s.uptime)), \(s.healthy ? "healthy" : "NOT healthy")\n"
+        var out = "crier \(s.version) on \(LogRecord.escape(s.deviceID)), up \(duration(s.uptime)), \(s.healthy ? "healthy" : "NOT healthy")\n"
         var link = "link: \(s.link.state)"
         if let server = s.link.server { link += " \(server)" }
         if let since = s.link.since { link += " for \(duration(since))" }
-        if let d = s.link.detail { link += " (\(d))" }
+        if let d = s.link.detail { link += " (\(LogRecord.escape(d)))" }
         out += link + "\n"
         out += "volume: \(s.volume)/\(s.volumeMax)\(s.muted ? " (muted)" : "")\n"
         out += "queue: \(s.queueLength) waiting\n"
@@ -136,17 +136,17 @@ public enum StatusFormat {
         for c in s.components {
             var line = "  " + c.name.padded(to: width) + "  " + c.state.rawValue.padded(to: 10)
             line += "  restarts \(c.restarts)"
-            if let d = c.detail { line += "  \(d)" }
-            if let f = c.lastFailure { line += "  last failure: \(f)" }
+            if let d = c.detail { line += "  \(LogRecord.escape(d))" }
+            if let f = c.lastFailure { line += "  last failure: \(LogRecord.escape(f))" }
             out += line + "\n"
         }
-        out += "last error: " + (s.lastError.map { "\($0.time.iso8601) \($0.component): \($0.message)" } ?? "none") + "\n"
+        out += "last error: " + (s.lastError.map { "\($0.time.iso8601) \(LogRecord.escape($0.component)): \($0.escapedMessage)" } ?? "none") + "\n"
         if s.lastAlerts.isEmpty {
             out += "last alerts: none\n"
         } else {
             out += "last alerts:\n"
             for a in s.lastAlerts {
-                out += "  \(a.time.iso8601)  \(a.state.padded(to: 8))  \(a.id)  \(a.lang)  \(LogRecord.sanitize(a.text))\n"
+                out += "  \(a.time.iso8601)  \(a.state.padded(to: 8))  \(LogRecord.escape(a.id))  \(a.lang)  \(LogRecord.sanitize(a.text))\n"
             }
         }
         return out

@@ -1,14 +1,21 @@
-// libFuzzer target: crier.conf as edited on a shop PC (any bytes). Invariants: parsing never
-// traps; the effective configuration, rendered and parsed again, gives the same values (so
-// `crier check-config` output is itself a valid config) — except secrets, which render as (set).
+// libFuzzer target: crier.conf as edited on a shop PC (any bytes, read as the loader reads them).
+// Invariants: parsing never traps; every diagnostic names a line of the input; the effective
+// configuration, rendered (what `crier check-config` prints) and parsed again, gives the same
+// values without a single diagnostic — except secrets, which render as (set).
 
 func fuzzConfig(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
-    let text = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     let parser = ConfigParser()
-    let r = parser.parse(text, file: "fuzz.conf")
-    for d in r.diagnostics { _ = d.description }
-    let rendered = r.config.rendered()
-    var back = parser.parse(rendered, file: "rendered.conf").config
+    let r = parser.parse(bytes: bytes, file: "fuzz.conf")
+    let lines = max(1, ConfigParser.lines(bytes).count)
+    for d in r.diagnostics {
+        _ = d.description
+        precondition((1...lines).contains(d.line), "diagnostic without a line of the file: \(d)")
+    }
+    let rendered = r.config.rendered().split(separator: "\n").filter { !$0.hasSuffix(" = (set)") }.joined(separator: "\n")
+    let again = parser.parse(rendered, file: "rendered.conf")
+    precondition(again.diagnostics.isEmpty, "the rendered config has problems: \(again.diagnostics)")
+    var back = again.config
     back.link.token = r.config.link.token
     back.link.key = r.config.link.key
     precondition(back == r.config, "render → parse changed the config:\n\(rendered)")
