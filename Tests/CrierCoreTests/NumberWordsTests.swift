@@ -32,7 +32,7 @@ import Testing
         #expect(NumberWords.spellNumbers(in: "A-12", lang: .en) == "A-twelve")
         #expect(NumberWords.spellNumbers(in: "table A42 now", lang: .en) == "table A forty-two now")
         #expect(NumberWords.spellNumbers(in: "１２号", lang: .zh) == "十二号")  // full-width digits
-        #expect(NumberWords.spellNumbers(in: "v1.2.3", lang: .en) == "v one point two.three")
+        #expect(NumberWords.spellNumbers(in: "v1.2.3", lang: .en) == "v one point two point three")  // a version, not 1.2 and ".three"
         #expect(NumberWords.spellNumbers(in: "no digits", lang: .en) == "no digits")
     }
 }
