@@ -34,9 +34,6 @@ import Testing
     }
 }
 
-extension SpokenTextExample: CustomTestStringConvertible {
-    public var testDescription: String { "\(rule): \(input)" }
-}
 
 /// Seeded random shop texts (`SpokenTextSamples`): the invariants hold for every combination,
 /// not just the table.

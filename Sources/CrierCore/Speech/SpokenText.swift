@@ -129,6 +129,7 @@ struct Reader {
         return s
     }
 
+    /// U+0001 never reaches here from outside: TextSanitizer turns C0 controls into spaces.
     static let mark: Character = "\u{1}"
 
     /// Chinese words are written straight into the text; English ones between marks that

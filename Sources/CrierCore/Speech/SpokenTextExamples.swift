@@ -2,12 +2,14 @@
 /// reads it aloud. The same rows drive the unit tests (NumberWordsTests) and the phoneme checks
 /// (CrierSpeechTests: no English fallback in any zh reading), so the table, the code and the
 /// voice cannot drift apart.
-public struct SpokenTextExample: Sendable {
+public struct SpokenTextExample: Sendable, CustomStringConvertible {
     public var rule: String
     public var input: String
     public var zh: String
     /// nil: the row is about Chinese text only.
     public var en: String?
+
+    public var description: String { "\(rule): \(input)" }
 }
 
 extension SpokenText {
