@@ -54,6 +54,23 @@ import Testing
         }
     }
 
+    /// Any text at all, not only shop-like: no digit survives in either language, and the
+    /// words stay within the fuzz target's bound (Tests/fuzz/targets/text.swift).
+    @Test func arbitraryTextLeavesNoDigitsAndStaysBounded() {
+        var r = SplitMix64(seed: 1_300_013)
+        let alphabet = Array("0123456789０１９-－~～—:：,，.．/#%％+&@$¥￥€£年月日号元分点 \u{3000}aAzZ新客户😀\u{200B}\u{202E}")
+        for _ in 0..<5000 {
+            let text = String((0..<Int.random(in: 1...40, using: &r)).map { _ in alphabet.randomElement(using: &r)! })
+            let clean = TextSanitizer.clean(text, maxChars: 500).text
+            for lang in Lang.allCases {
+                let out = SpokenText.spell(clean, lang: lang)
+                #expect(!out.unicodeScalars.contains { (0x30...0x39).contains($0.value) || (0xFF10...0xFF19).contains($0.value) },
+                        "\(lang): \(text) → \(out)")
+                #expect(out.count <= clean.count * 24 + 64, "\(lang): \(text) → \(out)")
+            }
+        }
+    }
+
     @Test func enRandomShopTextsKeepEveryNumber() {
         for (text, pieces) in SpokenTextSamples.texts(seed: 1313, count: Self.cases) {
             let en = SpokenText.spell(TextSanitizer.clean(text, maxChars: 500).text, lang: .en)
