@@ -169,9 +169,14 @@ struct Reader {
         }
         if ch == "-", isDigit(i + 1), !(isLetter(i - 1) || isDigit(i - 1)) {
             emit(zh ? "负" : "minus")
+            return number(i + 1, negative: true)
+        }
+        // 热干面 x2, ×2: times two (but X12 is an order code).
+        if ch == "x" || ch == "×", isDigit(i + 1), !isLetter(i - 1), !isDigit(i - 1) {
+            emit(zh ? "乘" : "times")
             return number(i + 1)
         }
-        if ch == "~", isDigit(i + 1), !isDigit(i - 1) {
+        if ch == "~", isDigit(i + 1), !isDigit(i - 1), !(at(i - 1).map { Self.units.contains($0) || "℃°%".contains($0) } ?? false) {
             emit(zh ? "约" : "about")
             return number(i + 1)
         }
@@ -180,7 +185,7 @@ struct Reader {
     }
 
     /// A number and whatever it forms with what follows it.
-    mutating func number(_ i: Int) -> Int {
+    mutating func number(_ i: Int, negative: Bool = false) -> Int {
         let (d1, j) = digits(i)
         // 3. dates
         if d1.count == 4, let sep = at(j), sep == "-" || sep == "/" || sep == ".", let date = date(i, sep: sep) {
@@ -217,7 +222,7 @@ struct Reader {
         if let sep = at(sepAt), sep == "-" || sep == "~" {
             if isDigit(next) {
                 let q2 = quantity(next)
-                if q.value < q2.value {
+                if (negative ? -q.value : q.value) < q2.value {
                     words += zh ? "到" : " to "
                     words += q2.words
                     end = q2.end
@@ -295,6 +300,11 @@ struct Reader {
         if at(j) == "%" || at(j) == "‰" {
             let perMille = at(j) == "‰"
             w = zh ? (perMille ? "千分之" : "百分之") + w : w + (perMille ? " per mille" : " percent")
+            return Quantity(words: w, value: value, end: j + 1, plainInt: false)
+        }
+        if at(j) == "℃" || at(j) == "°" {
+            // 3℃~5℃: the unit belongs to the number, so the range still reads 三度到五度.
+            w += zh ? "度" : (at(j) == "℃" ? " degrees Celsius" : " degrees")
             return Quantity(words: w, value: value, end: j + 1, plainInt: false)
         }
         if zh, int == "2", frac == nil, !grouped, Self.measureWords.contains(where: { startsWith($0, at: j) }), !follows(i, ["第"]) {
@@ -375,6 +385,19 @@ struct Reader {
 
     /// 3. `2026-12-01`: year, month, day with one separator, a real month and day.
     mutating func date(_ i: Int, sep: Character) -> Int? {
+        guard var (words, end) = dateWords(i, sep: sep) else { return nil }
+        // 2026.12.01-2026.12.03: a range of dates.
+        let (sepAt, next) = rangeSeparator(end)
+        if let s = at(sepAt), s == "-" || s == "~", case let (y2, k) = digits(next), y2.count == 4, let sep2 = at(k),
+           sep2 == "-" || sep2 == "/" || sep2 == ".", let (w2, e2) = dateWords(next, sep: sep2) {
+            words += (zh ? "到" : " to ") + w2
+            end = e2
+        }
+        emit(words)
+        return end
+    }
+
+    func dateWords(_ i: Int, sep: Character) -> (String, Int)? {
         let (y, j) = digits(i)
         let (m, k) = digits(j + 1)
         guard (1...2).contains(m.count), at(k) == sep else { return nil }
@@ -382,11 +405,9 @@ struct Reader {
         guard (1...2).contains(d.count), !isDigit(l), let mi = Int(m), let di = Int(d), (1...12).contains(mi), (1...31).contains(di),
               !(at(l) == sep && isDigit(l + 1)) else { return nil }
         if zh {
-            emit(Self.digitWords(y, lang: .zh, phone: false) + "年" + NumberWords.zh(UInt64(mi)) + "月" + NumberWords.zh(UInt64(di)) + "日")
-        } else {
-            emit(Self.enMonths[mi - 1] + " " + Self.enOrdinal(di) + ", " + Self.enYear(Int(y)!))
+            return (Self.digitWords(y, lang: .zh, phone: false) + "年" + NumberWords.zh(UInt64(mi)) + "月" + NumberWords.zh(UInt64(di)) + "日", l)
         }
-        return l
+        return (Self.enMonths[mi - 1] + " " + Self.enOrdinal(di) + ", " + Self.enYear(Int(y)!), l)
     }
 
     /// 4. `12:30` → 十二点三十分 / "twelve thirty"; `12:00` → 十二点 / "twelve o'clock".
