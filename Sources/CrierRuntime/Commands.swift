@@ -103,6 +103,12 @@ public enum SayCommand {
         defer { speech.stop() }
         let pipeline = SpeechPipeline(config: config, speech: speech, log: ctx.hub.logger("speech"))
         let u = pipeline.words(.text(o.text), lang: o.lang)
+        guard TextSanitizer.isSpeakable(u.text) else {
+            // A usage error, not a success with 0 s of audio (issue 13 item 12).
+            FileIO.stderr("crier say: nothing to say: TEXT has no letter or digit"
+                + (o.text.isEmpty ? "" : " after removing control, invisible and emoji characters") + "\n")
+            return ExitCode.usage
+        }
         if o.printOnly {
             print(u.text)
             return ExitCode.ok

@@ -133,6 +133,11 @@ public actor Daemon {
             linkPrompts.disconnected(now: now)
         case .order(let o):
             guard !stopping else { return }  // unacked: the server redelivers after restart
+            if let reject = pipeline.nothingToSay(o, lang: o.lang ?? config.speech.lang) {
+                // Said in 0 s, it would be acked `spoken` unheard (issue 13 item 12).
+                report(reject, ["kind": o.kind.name])
+                return
+            }
             let admission = queue.add(o, now: now)
             switch admission {
             case .queued:
@@ -398,6 +403,7 @@ public actor Daemon {
     /// `crier say` through the running daemon: the device is never opened twice.
     public func request(_ lang: Lang, _ text: String) -> String {
         let u = pipeline.words(.text(text), lang: lang)
+        guard TextSanitizer.isSpeakable(u.text) else { return "rejected: nothing to say" }
         requests.append(u)
         poke()
         return "queued: \(u.text)"

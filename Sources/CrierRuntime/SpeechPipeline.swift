@@ -24,6 +24,9 @@ public struct SpeechPipeline: Sendable {
         if r.truncated > 0 {
             log.warning("text cut to speech.max_chars", ["max": config.speech.maxChars, "dropped_chars": r.truncated])
         }
+        if r.fellBackToTemplate {
+            log.info("order text has nothing to say; saying the template instead")
+        }
         if r.replaced > 0 {
             log.info("control characters removed from text", ["count": r.replaced])
         }
@@ -53,6 +56,11 @@ public struct SpeechPipeline: Sendable {
             ends.append(samples.count)
         }
         return (Clip(samples: samples), ends)
+    }
+
+    /// The rejection for an order that has nothing to say, or nil.
+    public func nothingToSay(_ order: Order, lang: Lang) -> Ack? {
+        announcer.nothingToSay(order, lang: lang)
     }
 
     /// Synthesizes, drops espeak's leading silence (SilenceTrim) and resamples to `rate` (the

@@ -28,6 +28,9 @@ let sayUsage = """
       --output FILE.wav  write the exact samples that would be played, instead of playing
       --print            print the text as it will be synthesized (numbers in words) and exit
       --phonemes         print espeak-ng's phonemes for it and exit
+
+      TEXT with nothing to say (empty, or only emoji, symbols or invisible characters) is a
+      usage error: exit status 2.
     """
 
 func fail(_ message: String, _ help: String) -> Never {

@@ -32,7 +32,7 @@ import Testing
         #expect(NumberWords.spellNumbers(in: "A-12", lang: .en) == "A-twelve")
         #expect(NumberWords.spellNumbers(in: "table A42 now", lang: .en) == "table A forty-two now")
         #expect(NumberWords.spellNumbers(in: "１２号", lang: .zh) == "十二号")  // full-width digits
-        #expect(NumberWords.spellNumbers(in: "v1.2.3", lang: .en) == "v one point two.three")
+        #expect(NumberWords.spellNumbers(in: "v1.2.3", lang: .en) == "v one point two point three")  // a version, not 1.2 and ".three"
         #expect(NumberWords.spellNumbers(in: "no digits", lang: .en) == "no digits")
     }
 }
@@ -66,5 +66,48 @@ import Testing
         var t = Templates()
         t.table[.zh]![.newCustomer] = "{number}号顾客请取餐"
         #expect(Announcer(templates: t).announce(.newCustomer(number: 7), lang: .zh).utterance.text == "七号顾客请取餐")
+    }
+
+    // Issue 13 item 12: nothing to say is a rejection, not 0 s of audio acked `spoken`.
+    @Test(arguments: ["", " ", "\u{200B}\u{200C}\u{200D}\u{2060}\u{FEFF}", "\u{202E}\u{2066}\u{2069}\u{200F}",
+                      "😀👍🏽❤️🍔", "\u{200B}😀\u{202E}", "\u{0007}\u{001B}\u{0085}", "。。。！？", "#%*", "\u{E000}"])
+    func textWithNothingToSayIsRejected(_ text: String) {
+        for lang in Lang.allCases {
+            let r = a.announce(.text(text), lang: lang)
+            #expect(!r.speakable, "\(lang): '\(text)' → '\(r.utterance.text)'")
+            let ack = a.nothingToSay(Order(id: "T-1", kind: .text(text)), lang: lang)
+            #expect(ack?.status == .rejected && ack?.reason == "nothing_to_say" && ack?.id == "T-1")
+        }
+    }
+
+    @Test(arguments: ["取餐", "A", "5", "😀 42", "ok", "\u{200B}好"])
+    func anyLetterOrDigitIsSomethingToSay(_ text: String) {
+        #expect(a.announce(.text(text), lang: .zh).speakable)
+        #expect(a.nothingToSay(Order(id: "T-2", kind: .text(text)), lang: .en) == nil)
+    }
+
+    @Test func ordersWithFixedTemplateWordsAlwaysHaveSomethingToSay() {
+        for n in [0, 7, 999_999] {
+            for lang in Lang.allCases {
+                #expect(a.nothingToSay(Order(id: "N", kind: .newCustomer(number: n)), lang: lang) == nil)
+            }
+        }
+        #expect(a.announce(.newCustomer(number: 0), lang: .zh).utterance.text == "新客户来了，零号")
+        #expect(a.nothingToSay(Order(id: "P", kind: .payment(amount: "0.00")), lang: .zh) == nil)
+        // A number-only template still says the number.
+        var t = Templates()
+        t.table[.zh]![.newCustomer] = "{number}"
+        #expect(Announcer(templates: t).announce(.newCustomer(number: 0), lang: .zh).speakable)
+    }
+
+    @Test func unusableOwnTextFallsBackToTheTemplate() {
+        // A real order whose own text is only emoji is still announced, with its template.
+        let o = Order(id: "N-1", kind: .newCustomer(number: 42), text: "\u{200B}🎉🎉")
+        let r = a.announce(o, lang: .zh)
+        #expect(r.speakable && r.fellBackToTemplate)
+        #expect(r.utterance.text == "新客户来了，四十二号")
+        #expect(a.nothingToSay(o, lang: .zh) == nil)
+        // A text order's text is the content: nothing to fall back to.
+        #expect(a.nothingToSay(Order(id: "T-3", kind: .text("🎉"), text: "🎉"), lang: .zh)?.reason == "nothing_to_say")
     }
 }

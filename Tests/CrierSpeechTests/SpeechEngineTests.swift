@@ -87,3 +87,84 @@ import Testing
         #expect(Double(longestQuiet) / 22050 < 1.0, "longest silence \(Double(longestQuiet) / 22050) s")
     }
 }
+
+/// Issue 13 item 11: what espeak-ng really says for every row of the reading tables
+/// (`SpokenText.examples`, docs/speech.md) and for seeded random shop texts.
+@Suite(.serialized) struct SpokenTextPhonemeTests {
+    let log: Logger = LogHub(clock: { WallTime(unixMillis: 0) }).logger("speech")
+
+    /// A Latin word of two or more letters in a zh reading is an English word ("Table",
+    /// "minutes"), which espeak rightly reads in English; spelled letters ("V I P") are not.
+    static func hasEnglishWord(_ s: String) -> Bool {
+        var run = 0
+        for ch in s {
+            run = ch.isASCII && ch.isLetter ? run + 1 : 0
+            if run >= 2 { return true }
+        }
+        return false
+    }
+
+    static func check(_ ph: String, _ text: String, _ reading: String) {
+        #expect(!ph.contains("(en)"), "English fallback: \(text) → \(reading) → \(ph)")
+        let syllables = ph.split(whereSeparator: { $0 == "_" || $0 == "|" || $0 == " " || $0 == "\n" || $0 == ":" })
+        #expect(syllables.allSatisfy { $0.contains(where: \.isNumber) }, "a syllable without a tone: \(text) → \(reading) → \(ph)")
+    }
+
+    @Test func everyChineseReadingInTheTableIsMandarin() async {
+        let e = SpeechEngine(log: log)
+        defer { e.stop() }
+        let voice = SpeechConfig().voices[.zh]!
+        var checked = 0
+        for row in SpokenText.examples where !Self.hasEnglishWord(row.zh) {
+            let u = Announcer().announce(.text(row.input), lang: .zh).utterance
+            #expect(u.text == row.zh)
+            let ph = await e.phonemes(u, voice: voice)
+            #expect(!ph.isEmpty, "\(row.input)")
+            Self.check(ph, row.input, u.text)
+            checked += 1
+        }
+        #expect(checked >= 80)
+    }
+
+    @Test func randomShopTextsAreMandarin() async {
+        let e = SpeechEngine(log: log)
+        defer { e.stop() }
+        let voice = SpeechConfig().voices[.zh]!
+        for (text, _) in SpokenTextSamples.texts(seed: 13, count: 400) {
+            let u = Announcer().announce(.text(text), lang: .zh).utterance
+            guard TextSanitizer.isSpeakable(u.text) else { continue }
+            Self.check(await e.phonemes(u, voice: voice), text, u.text)
+        }
+    }
+
+    @Test func phoneNumbersSayYao() async {
+        let e = SpeechEngine(log: log)
+        defer { e.stop() }
+        let u = Announcer().announce(.text("电话13800138000"), lang: .zh).utterance
+        let ph = await e.phonemes(u, voice: SpeechConfig().voices[.zh]!)
+        #expect(ph.components("j'Au55") == 2, "\(ph)")  // 1 is 幺 yāo: 幺三八，零零幺三，八零零零
+    }
+
+    /// Where espeak's English voice already reads the raw text right, Crier's words must sound
+    /// the same (the rewrite may not make it worse: issue 13 found "twelve colon thirty").
+    @Test(arguments: ["12:30", "2:30", "3,500", "1,234,567", "50%", "1+1", "100"])
+    func englishRewriteSoundsLikeEspeakWhereEspeakIsRight(_ raw: String) async {
+        let e = SpeechEngine(log: log)
+        defer { e.stop() }
+        let voice = SpeechConfig().voices[.en]!
+        let ours = Announcer().announce(.text(raw), lang: .en).utterance
+        let a = await e.phonemes(Utterance(text: raw, lang: .en), voice: voice)
+        let b = await e.phonemes(ours, voice: voice)
+        let strip: (String) -> String = { String($0.filter { !"',_!; \n|".contains($0) }) }
+        #expect(!a.isEmpty && strip(a) == strip(b), "\(raw): espeak \(a) vs ours '\(ours.text)' \(b)")
+    }
+}
+
+extension String {
+    func components(_ s: String) -> Int {
+        var n = 0
+        var rest = Substring(self)
+        while let r = rest.firstRange(of: s) { n += 1; rest = rest[r.upperBound...] }
+        return n
+    }
+}

@@ -135,6 +135,26 @@ def test_sigterm_during_an_alert_finishes_it_and_acks(box):
     assert "INFO audio: closed" in err
 
 
+def test_order_with_nothing_to_say_is_rejected_not_spoken(box):
+    # Issue 13 item 12: zero-width, bidi and emoji only used to be acked `spoken` after 0 s of audio.
+    sim = order_sim()
+    crier = crier_run(box, sim.port)
+    try:
+        crier.wait_for(r"INFO link: connected")
+        sim.send("\u200b\u202e\u2066😀👍🏽\u2069")
+        oid = sim.wait_for(r"^order id=\S+ kind=text", which="out")[0].split()[1][3:]
+        sim.wait_for(r"^ack id=%s status=rejected .*reason=nothing_to_say" % re.escape(oid), which="out", timeout=10)
+        crier.wait_for(r"WARN alert: rejected id=%s .*reason=nothing_to_say.*kind=text" % re.escape(oid))
+        sim.send("7")  # the box goes on speaking what can be said
+        oid2 = sim.wait_for(r"^order id=\S+ kind=new_customer number=7", which="out")[0].split()[1][3:]
+        sim.wait_for(r"^ack id=%s status=spoken" % re.escape(oid2), which="out", timeout=30)
+    finally:
+        crier.stop()
+        sim.stop()
+    assert not [l for l in sim.lines("out") if re.match(r"^ack id=%s status=spoken" % re.escape(oid), l)]
+    assert not [l for l in crier.lines() if "spoken id=%s " % oid in l]
+
+
 class RawServer:
     """A misbehaving order server: scripted per connection."""
 

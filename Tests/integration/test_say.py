@@ -81,3 +81,21 @@ def test_demo_speaks_orders_from_its_own_order_server(box):
     assert "ack id=D-1 status=spoken device=demo" in r.stdout
     rate, _, x = read_wav(box.capture)
     assert first_loud(x) is not None
+
+
+def test_nothing_to_say_is_a_usage_error(box):
+    # Issue 13 item 12: empty or unspeakable text is not a success with 0 s of audio.
+    for args in ([""], ["\u200b\u200d\u202e"], ["😀", "👍🏽"], ["--print", ""], ["--output", str(box.tmp / "x.wav"), "\u2066😀\u2069"]):
+        r = box.run("say", *args)
+        assert r.returncode == 2, (args, r.returncode, r.stderr)
+        assert "crier say: nothing to say: TEXT has no letter or digit" in r.stderr, r.stderr
+        assert r.stdout == ""
+    assert not (box.tmp / "x.wav").exists()
+    assert not os.path.exists(box.capture) or first_loud(read_wav(box.capture)[2]) is None
+
+
+def test_say_print_reads_shop_text_like_a_native_speaker(box):
+    r = box.run("say", "--print", "等候3-5分钟，12:30取餐，电话13800138000，合计¥3,500，优惠50%")
+    assert r.stdout.strip() == "等候三到五分钟，十二点三十分取餐，电话幺三八，零零幺三，八零零零，合计三千五百元，优惠百分之五十"
+    r = box.run("say", "--print", "--lang", "en", "Ready at 12:30, total $3.50 for 3,500 points")
+    assert r.stdout.strip() == "Ready at twelve thirty, total three dollars fifty for three thousand five hundred points"

@@ -87,6 +87,9 @@ public struct Ack: Sendable, Equatable, CustomStringConvertible {
     public enum Reason {
         public static let queueFull = "queue_full"
         public static let invalidOrder = "invalid_order"
+        /// The text (or template) has nothing a voice can say: only emoji, symbols, invisible
+        /// or control characters.
+        public static let nothingToSay = "nothing_to_say"
     }
 
     public var id: String

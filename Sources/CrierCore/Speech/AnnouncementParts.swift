@@ -16,11 +16,7 @@ extension Announcer {
         var items = Self.listPieces(ns, lang: lang)
         items[0] = Templates.fill(String(pieces[0]), [:]) + items[0]
         items[items.count - 1] += Templates.fill(String(pieces[1]), [:])
-        return items.map { raw in
-            let clean = TextSanitizer.clean(raw, maxChars: maxChars)
-            let spoken = NumberWords.spellNumbers(in: clean.text, lang: lang)
-            return Result(utterance: Utterance(text: spoken, lang: lang), truncated: clean.truncated, replaced: clean.replaced)
-        }
+        return items.map { render($0, lang: lang) }
     }
 
     /// `list(_:lang:)` cut after each item, separators kept with the item before them; joined

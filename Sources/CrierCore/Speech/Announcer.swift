@@ -34,32 +34,67 @@ public struct Announcer: Sendable {
         /// Characters cut by the length cap, for the log.
         public var truncated: Int
         public var replaced: Int
+        /// The words have something a voice can say (`TextSanitizer.isSpeakable`). When false,
+        /// the alert must not be played and acked `spoken`: it is rejected `nothing_to_say`.
+        public var speakable: Bool
+        /// The order's own text had nothing to say; its template was used.
+        public var fellBackToTemplate = false
     }
 
-    /// `overrideText` is an order's own `text`, which replaces the template.
+    /// `overrideText` is an order's own `text`, which replaces the template, unless it has
+    /// nothing to say: then a `new_customer` or `payment` order is announced with its template
+    /// (the order is real, only its text is unusable) and `fellBackToTemplate` says so.
     public func announce(_ content: AnnouncementContent, lang: Lang, overrideText: String? = nil) -> Result {
         let raw: String
-        if let overrideText {
-            raw = overrideText
-        } else {
-            switch content {
-            case .newCustomer(let n):
-                raw = Templates.fill(templates[lang, .newCustomer], ["number": String(n)])
-            case .newCustomers(let ns):
-                raw = Templates.fill(templates[lang, .newCustomers], ["numbers": Self.list(ns, lang: lang)])
-            case .payment(let amount):
-                raw = Templates.fill(templates[lang, .payment], ["amount": amount])
-            case .text(let t):
-                raw = Templates.fill(templates[lang, .text], ["text": t])
-            case .prompt(let name):
-                raw = templates[lang, name]
-            }
+        switch content {
+        case .newCustomer(let n):
+            raw = Templates.fill(templates[lang, .newCustomer], ["number": String(n)])
+        case .newCustomers(let ns):
+            raw = Templates.fill(templates[lang, .newCustomers], ["numbers": Self.list(ns, lang: lang)])
+        case .payment(let amount):
+            raw = Templates.fill(templates[lang, .payment], ["amount": amount])
+        case .text(let t):
+            raw = Templates.fill(templates[lang, .text], ["text": t])
+        case .prompt(let name):
+            raw = templates[lang, name]
         }
+        if let overrideText {
+            let r = render(overrideText, lang: lang)
+            if r.speakable { return r }
+            if case .text = content { return r }
+            var t = render(raw, lang: lang)
+            t.fellBackToTemplate = true
+            return t
+        }
+        return render(raw, lang: lang)
+    }
+
+    func render(_ raw: String, lang: Lang) -> Result {
         // Sanitize before spelling numbers so the cap counts what the sender wrote, and
         // spelling cannot be used to smuggle characters past it.
         let clean = TextSanitizer.clean(raw, maxChars: maxChars)
         let spoken = NumberWords.spellNumbers(in: clean.text, lang: lang)
-        return Result(utterance: Utterance(text: spoken, lang: lang), truncated: clean.truncated, replaced: clean.replaced)
+        return Result(utterance: Utterance(text: spoken, lang: lang), truncated: clean.truncated, replaced: clean.replaced,
+                      speakable: TextSanitizer.isSpeakable(spoken))
+    }
+
+    /// What `order` would say, as the queue will announce it (its own `text` over the template).
+    public func announce(_ order: Order, lang: Lang) -> Result {
+        let content: AnnouncementContent = switch order.kind {
+        case .newCustomer(let n): .newCustomer(number: n)
+        case .payment(let a): .payment(amount: a)
+        case .text(let t): .text(t)
+        }
+        return announce(content, lang: lang, overrideText: order.text)
+    }
+
+    /// The rejection for an order with nothing to say (only emoji, symbols, invisible or
+    /// control characters), or nil when it can be said. A template with fixed words
+    /// ("新客户来了，{number}号") always has something to say.
+    public func nothingToSay(_ order: Order, lang: Lang) -> Ack? {
+        guard !announce(order, lang: lang).speakable else { return nil }
+        return Ack(id: order.id, status: .rejected, reason: Ack.Reason.nothingToSay,
+                   message: "nothing to say: no letter or digit left after removing control, invisible and emoji characters")
     }
 
     /// zh: 41号、42号、43号; en: 41, 42 and 43.

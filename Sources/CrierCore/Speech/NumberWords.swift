@@ -113,43 +113,10 @@ public enum NumberWords {
         return parts.joined(separator: " ")
     }
 
-    /// Replaces every number in `text` by its words. A number is a run of ASCII or full-width
-    /// digits with at most one `.` between digits; a leading `-` right before digits is read as
-    /// 负 / minus when it does not follow a letter or digit.
+    /// Replaces every number (and the symbols around numbers) in `text` by words, the way a
+    /// native speaker reads shop text: see `SpokenText` and the tables in docs/speech.md.
     public static func spellNumbers(in text: String, lang: Lang) -> String {
-        let chars = Array(text)
-        var out = ""
-        var i = 0
-        while i < chars.count {
-            guard let _ = asciiDigit(chars[i]) else {
-                out.append(chars[i]); i += 1; continue
-            }
-            var j = i
-            var digits = ""
-            while j < chars.count, let d = asciiDigit(chars[j]) { digits.append(d); j += 1 }
-            if j + 1 < chars.count, chars[j] == "." || chars[j] == "．", asciiDigit(chars[j + 1]) != nil {
-                digits.append(".")
-                j += 1
-                while j < chars.count, let d = asciiDigit(chars[j]) { digits.append(d); j += 1 }
-            }
-            if out.hasSuffix("-") {
-                let beforeMinus = out.dropLast().last
-                // After an ASCII letter or digit it is a hyphen ("A-12"); elsewhere a sign.
-                if beforeMinus == nil || !(beforeMinus!.isASCII && (beforeMinus!.isLetter || beforeMinus!.isNumber)) {
-                    out.removeLast()
-                    out += lang == .zh ? "负" : "minus "
-                }
-            }
-            var w = words(digits, lang: lang)
-            if lang == .en {
-                // Keep English words apart from letters around them ("A42" → "A forty-two").
-                if let last = out.last, last.isLetter { w = " " + w }
-                if j < chars.count, chars[j].isLetter { w += " " }
-            }
-            out += w
-            i = j
-        }
-        return out
+        SpokenText.spell(text, lang: lang)
     }
 
     static func asciiDigit(_ c: Character) -> Character? {

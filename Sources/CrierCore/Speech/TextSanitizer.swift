@@ -12,6 +12,8 @@ public enum TextSanitizer {
     }
 
     public static func clean(_ input: String, maxChars: Int) -> Result {
+        // Entities first, so a decoded control character (&#7;) is caught like a raw one.
+        let input = decodeEntities(input)
         var out = ""
         var replaced = 0
         var lastWasSpace = true
@@ -45,6 +47,51 @@ public enum TextSanitizer {
         case 0xFFF9...0xFFFB, 0xFFFE, 0xFFFF: return true
         case 0xE000...0xF8FF: return true  // private use: no voice has a reading for it
         default: return u.properties.generalCategory == .surrogate || u.properties.generalCategory == .unassigned
+        }
+    }
+
+    /// HTML character references that order systems leave in text (`&amp;` `&lt;` `&#39;`
+    /// `&#x4E2D;` `&nbsp;`) become the characters they stand for; anything else stays as written.
+    public static func decodeEntities(_ s: String) -> String {
+        guard s.contains("&") else { return s }
+        let named: [String: String] = ["amp": "&", "lt": "<", "gt": ">", "quot": "\"", "apos": "'", "nbsp": " ",
+                                       "yen": "¥", "euro": "€", "pound": "£", "cent": "¢", "times": "×", "deg": "°"]
+        let chars = Array(s)
+        var out = ""
+        var i = 0
+        while i < chars.count {
+            if chars[i] == "&", let semi = chars[(i + 1)...].prefix(10).firstIndex(of: ";") {
+                let name = String(chars[(i + 1)..<semi])
+                var value: String?
+                if name.hasPrefix("#x") || name.hasPrefix("#X") {
+                    value = UInt32(name.dropFirst(2), radix: 16).flatMap(Unicode.Scalar.init).map { String(Character($0)) }
+                } else if name.hasPrefix("#") {
+                    value = UInt32(name.dropFirst(), radix: 10).flatMap(Unicode.Scalar.init).map { String(Character($0)) }
+                } else {
+                    value = named[name]
+                }
+                if let value {
+                    out += value
+                    i = semi + 1
+                    continue
+                }
+            }
+            out.append(chars[i])
+            i += 1
+        }
+        return out
+    }
+
+    /// Something a voice can say: at least one letter (any script, so hanzi too) or digit. Text
+    /// of only emoji, symbols, punctuation or invisible characters is not: it would be "said"
+    /// in 0 s of audio and acked as heard.
+    public static func isSpeakable(_ s: String) -> Bool {
+        s.unicodeScalars.contains { u in
+            switch u.properties.generalCategory {
+            case .uppercaseLetter, .lowercaseLetter, .titlecaseLetter, .modifierLetter, .otherLetter,
+                 .decimalNumber, .letterNumber, .otherNumber: true
+            default: false
+            }
         }
     }
 }
