@@ -55,9 +55,13 @@ fail() { echo "trixie-root: FAILED in step '$STEP': $*" >&2; exit 1; }
 
 CACHE="${CRIER_TRIXIE_CACHE:-/var/cache/crier-trixie}"
 if ! mkdir -p "$CACHE" 2>/dev/null || ! [ -w "$CACHE" ]; then CACHE="$ROOT/.cache/crier-trixie"; mkdir -p "$CACHE"; fi
+# One run at a time per cache: the roots share the private apt state.
+exec 9>"$CACHE/.lock"
+flock -n 9 || { echo "trixie-root: waiting for another trixie-root.sh on $CACHE" >&2; flock 9; }
 
 BUILD_PKGS=(
-  swiftlang                                   # 6.0.3: swift, swiftc, clang, the Linux SDK (amd64)
+  swiftlang                                   # 6.0.3: swift, swiftc, clang, lld, the Linux SDK (amd64)
+  libc6-dev libstdc++-14-dev                  # swiftlang needs gcc only; gcc merely recommends libc6-dev
   libasound2-dev libgpiod-dev libespeak-ng-dev libssl-dev pkg-config
   lld                                         # the cross link (issue 15: the default linker fails)
   espeak-ng-data openssl python3 ca-certificates   # unit tests: voices, TLS test PKI, python peer
@@ -66,6 +70,10 @@ BUILD_PKGS=(
 RECIPE=1   # bump when the recipe below changes what a root holds beyond the package versions
 SYSROOT_PKGS=(libc6-dev libgcc-14-dev libstdc++-14-dev
               libasound2-dev libgpiod-dev libespeak-ng-dev libssl-dev)
+# The arm64 libraries crier links, unpacked with their control files (symbols, shlibs) into
+# shlibs/<pkg>/: what dpkg-shlibdeps reads for the cross-built binary (build-deb.sh -S).
+SYSROOT_RECIPE=2
+SYSROOT_RUNTIME=(libc6 libgcc-s1 libstdc++6 libasound2t64 libgpiod3 libespeak-ng1 libssl3t64)
 
 # ---- 1. host packages -----------------------------------------------------------------------
 step "host packages"
@@ -126,7 +134,7 @@ else
   [ -n "$(ls "$APTDIR"/lists/*_trixie_main_binary-amd64_Packages* 2>/dev/null)" ] || fail "apt update of trixie from $MIRROR failed"
   # Versions cannot change while the signed Release file stays the same: then the key of the
   # last resolution is reused (apt's solver takes ~20 s on a busy 2-core machine).
-  recipe="$(echo "$RECIPE ${BUILD_PKGS[*]} / ${SYSROOT_PKGS[*]}" | sha256sum | cut -c1-16)"
+  recipe="$(echo "$RECIPE ${BUILD_PKGS[*]} / ${SYSROOT_PKGS[*]}$([ "$KIND" = build ] || echo " / $SYSROOT_RECIPE ${SYSROOT_RUNTIME[*]}")" | sha256sum | cut -c1-16)"
   release="$(cat "$APTDIR"/lists/*_dists_trixie_InRelease | sha256sum | cut -c1-16)"
   memo="$CACHE/$KIND.key"
   key="" resolved=""
@@ -211,7 +219,7 @@ else
     rm -rf "$S/var/cache/apt/archives/"*.deb "$S/var/lib/apt/lists/"* 2>/dev/null || true
 
     step "aarch64 Swift resources from swiftlang:arm64 (dpkg-deb -x)"
-    ( cd "$APTDIR/archives" && papt apt-get download -qq swiftlang:arm64 ) || fail "apt-get download swiftlang:arm64"
+    ( cd "$APTDIR/archives" && papt apt-get download -qq swiftlang:arm64 ) 2>&1 | grep -v '^W: Download is performed unsandboxed' >&2 || true
     deb="$(ls -t "$APTDIR"/archives/swiftlang_*_arm64.deb | head -n 1)"
     x="$DIR.tmp/swiftlang-arm64"; mkdir -p "$x"
     dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$x" ./usr/libexec/swift/lib/swift ./usr/libexec/swift/lib/swift_static ./usr/libexec/swift/lib/clang 2>/dev/null ||
@@ -222,6 +230,18 @@ else
       rm -rf "$S/usr/libexec/swift/lib/$d"; mv "$x/usr/libexec/swift/lib/$d" "$S/usr/libexec/swift/lib/$d"
     done
     rm -rf "$x" "$deb"
+
+    step "arm64 runtime packages for dpkg-shlibdeps (shlibs/)"
+    for p in "${SYSROOT_RUNTIME[@]}"; do
+      v="$(awk -F'\t' -v p="$p" '$1 == p || $1 == p ":arm64" { print $2; exit }' <<<"$resolved")"
+      [ -n "$v" ] || fail "$p:arm64 is not in the sysroot's closure"
+      ( cd "$APTDIR/archives" && papt apt-get download -qq "$p:arm64=$v" ) 2>&1 | grep -v '^W: Download is performed unsandboxed' >&2 || true
+      deb="$(ls "$APTDIR/archives/${p}_"*_arm64.deb 2>/dev/null | head -n 1)"
+      [ -f "$deb" ] || fail "apt-get download $p:arm64=$v"
+      mkdir -p "$DIR.tmp/shlibs/$p"
+      dpkg-deb -x "$deb" "$DIR.tmp/shlibs/$p"; dpkg-deb -e "$deb" "$DIR.tmp/shlibs/$p/DEBIAN"
+      rm -f "$deb"
+    done
 
     step "Swift SDK bundle crier-trixie-arm64.artifactbundle"
     B="$DIR.tmp/sdks/crier-trixie-arm64.artifactbundle"
