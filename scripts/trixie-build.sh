@@ -11,6 +11,8 @@
 #                    prints the binary's path. (--test does not apply.)
 #   --release        -c release --static-swift-stdlib (what the .deb packages; amd64).
 #   --offline        reuse the newest cached roots without asking the mirror.
+#   --src DIR        build the tree in DIR (e.g. a `git archive` of another commit) instead of
+#                    this working tree.
 #
 # The working tree (tracked and untracked files, not what .gitignore names) is copied with its
 # mtimes to CACHE/work-<target>/src, and the build directory is CACHE/work-<target>/scratch:
@@ -27,13 +29,14 @@ set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$ROOT"
 
-TARGET=amd64 TEST=0 RELEASE=0 OFFLINE=()
+TARGET=amd64 TEST=0 RELEASE=0 OFFLINE=() SRC=""
 while (($#)); do
   case "$1" in
     --test) TEST=1; shift ;;
     --target) TARGET="$2"; shift 2 ;;
     --release) RELEASE=1; shift ;;
     --offline) OFFLINE=(--offline); shift ;;
+    --src) SRC="$(realpath "$2")"; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "trixie-build: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -63,7 +66,11 @@ step "copy the working tree"
 W="$CACHE/work-$TARGET"
 mkdir -p "$W/scratch"
 rm -rf "$W/src.new"; mkdir -p "$W/src.new"
-git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C "$W/src.new"
+if [ -n "$SRC" ]; then
+  tar -C "$SRC" --exclude=./.build --exclude=./.git -cf - . | tar -xf - -C "$W/src.new"
+else
+  git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xf - -C "$W/src.new"
+fi
 rm -rf "$W/src"; mv "$W/src.new" "$W/src"
 
 # in_root CMD: runs CMD (sh -c) in the build root, /src = the copy, /scratch = build dir,
@@ -92,7 +99,7 @@ fi
 gpio_known() {   # $1: build log. True when the only failing module is CrierGPIO and it has no v2 backend.
   grep -q 'Sources/CrierGPIO/[^:]*:[0-9]*:[0-9]*: error' "$1" &&
     ! grep -E '^/src/Sources/[^:]*:[0-9]+:[0-9]+: error' "$1" | grep -vq '^/src/Sources/CrierGPIO/' &&
-    ! grep -rqE 'gpiod_(request_config|line_settings)_new' Sources/CrierGPIO Sources/CGPIOD 2>/dev/null
+    ! grep -rqE 'gpiod_(request_config|line_settings)_new' "$W/src/Sources/CrierGPIO" "$W/src/Sources/CGPIOD" 2>/dev/null
 }
 
 step "swift build ($TARGET, Swift $(in_root 'swift --version 2>/dev/null' | sed -n 's/^Swift version \([^ ]*\).*/\1/p'))"

@@ -170,6 +170,49 @@ if ((KEYONLY)); then
   echo "$key $( [ -f "$DIR/complete" ] && echo cached || echo missing)"; exit 0
 fi
 
+# The Swift SDK bundle beside the sysroot: a few small files, rewritten on every run (not part of
+# the cache key), so a fix here reaches existing caches. Debian's swift calls the host
+# x86_64-pc-linux-gnu, swift.org's x86_64-unknown-linux-gnu: both are listed.
+write_sdk_bundle() {
+  B="$1/sdks/crier-trixie-arm64.artifactbundle"
+  mkdir -p "$B/sdk"
+  # The bundle names the sysroot by a relative link so the cache directory can move.
+  ln -sfn ../../../sysroot "$B/sdk/sysroot"
+  cat > "$B/info.json" <<'EOF'
+{
+"schemaVersion": "1.0",
+"artifacts": {
+  "crier-trixie-arm64": {
+    "type": "swiftSDK",
+    "version": "6.0.3",
+    "variants": [ { "path": "sdk", "supportedTriples": ["x86_64-unknown-linux-gnu", "x86_64-pc-linux-gnu"] } ]
+  }
+}
+}
+EOF
+  cat > "$B/sdk/swift-sdk.json" <<'EOF'
+{
+"schemaVersion": "4.0",
+"targetTriples": {
+  "aarch64-unknown-linux-gnu": {
+    "sdkRootPath": "sysroot",
+    "swiftResourcesPath": "sysroot/usr/libexec/swift/lib/swift",
+    "swiftStaticResourcesPath": "sysroot/usr/libexec/swift/lib/swift_static",
+    "toolsetPaths": ["toolset.json"]
+  }
+}
+}
+EOF
+  # lld: the default (gold/bfd for x86_64) cannot link aarch64. No toolchain rpath: else
+  # RUNPATH points into the sysroot on the build machine.
+  cat > "$B/sdk/toolset.json" <<'EOF'
+{
+"schemaVersion": "1.0",
+"swiftCompiler": { "extraCLIOptions": ["-use-ld=lld", "-no-toolchain-stdlib-rpath"] }
+}
+EOF
+}
+
 # ---- 3. the root ------------------------------------------------------------------------------
 if [ -f "$DIR/complete" ]; then
   step "cached: $DIR"
@@ -243,44 +286,6 @@ else
       rm -f "$deb"
     done
 
-    step "Swift SDK bundle crier-trixie-arm64.artifactbundle"
-    B="$DIR.tmp/sdks/crier-trixie-arm64.artifactbundle"
-    mkdir -p "$B/sdk"
-    # The bundle names the sysroot by a relative link so the cache directory can move.
-    ln -sfn ../../../sysroot "$B/sdk/sysroot"
-    cat > "$B/info.json" <<'EOF'
-{
-  "schemaVersion": "1.0",
-  "artifacts": {
-    "crier-trixie-arm64": {
-      "type": "swiftSDK",
-      "version": "6.0.3",
-      "variants": [ { "path": "sdk", "supportedTriples": ["x86_64-unknown-linux-gnu"] } ]
-    }
-  }
-}
-EOF
-    cat > "$B/sdk/swift-sdk.json" <<'EOF'
-{
-  "schemaVersion": "4.0",
-  "targetTriples": {
-    "aarch64-unknown-linux-gnu": {
-      "sdkRootPath": "sysroot",
-      "swiftResourcesPath": "sysroot/usr/libexec/swift/lib/swift",
-      "swiftStaticResourcesPath": "sysroot/usr/libexec/swift/lib/swift_static",
-      "toolsetPaths": ["toolset.json"]
-    }
-  }
-}
-EOF
-    # lld: the default (gold/bfd for x86_64) cannot link aarch64. No toolchain rpath: else
-    # RUNPATH points into the sysroot on the build machine.
-    cat > "$B/sdk/toolset.json" <<'EOF'
-{
-  "schemaVersion": "1.0",
-  "swiftCompiler": { "extraCLIOptions": ["-use-ld=lld", "-no-toolchain-stdlib-rpath"] }
-}
-EOF
   fi
   echo "$resolved" > "$DIR.tmp/manifest"
   du -sh "$DIR.tmp" | awk '{ print "  size " $1 }' >&2
@@ -288,6 +293,10 @@ EOF
   date -u +%Y-%m-%dT%H:%M:%SZ > "$DIR/complete"
   # Older roots of this kind are superseded.
   for old in "$CACHE/$KIND"-*/; do old="${old%/}"; [ "$old" = "$DIR" ] || [ "$old" = "$DIR.tmp" ] || { echo "  removing superseded $old" >&2; rm -rf "$old"; }; done
+fi
+if [ "$KIND" = sysroot ]; then
+  step "Swift SDK bundle $DIR/sdks/crier-trixie-arm64.artifactbundle"
+  write_sdk_bundle "$DIR"
 fi
 step ""
 printf '[trixie-root %6ss] %s root: %s\n' "$(elapsed "$T0")" "$KIND" "$DIR" >&2
