@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
 # Builds the Crier Debian package: out/crier_<version>_<arch>.deb
 #
-#   scripts/build-deb.sh [--binary PATH] [--version V] [--out DIR]
+#   scripts/build-deb.sh [--target host|trixie-amd64|trixie-arm64] [--binary PATH] [--version V] [--out DIR]
 #
+#   --target T     host (default): today's path, the package for this machine's Debian (bookworm:
+#                  libgpiod v1), built with the host's Swift.
+#                  trixie-amd64 / trixie-arm64: for Debian 13 / Raspberry Pi OS trixie, built
+#                  with Debian's Swift 6.0.3 in the cached trixie root (scripts/trixie-build.sh;
+#                  arm64 is cross-compiled through the Swift SDK), stripped with the target's
+#                  binutils, Depends from dpkg-shlibdeps against trixie's libraries of that
+#                  architecture, checked with lintian; arm64 is then installed into a fresh
+#                  arm64 trixie root (mmdebstrap, its Depends from the mirror) and run there
+#                  under qemu-aarch64 (crier --version, say --print, say --output). Needs root.
 #   --binary PATH  package this crier binary (built elsewhere with
 #                  `swift build -c release --static-swift-stdlib`); it is stripped on the way.
 #                  Without it the release binary is built here first.
@@ -21,9 +30,11 @@ set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$ROOT"
 
-BINARY="" VERSION="" OUT="$ROOT/out" COMPRESS=(-Zxz)
+BINARY="" VERSION="" OUT="$ROOT/out" COMPRESS=(-Zxz) TARGET=host IN_ROOT=""
 while (($#)); do
   case "$1" in
+    --target) TARGET="$2"; shift 2 ;;
+    --in-root) IN_ROOT="$2"; shift 2 ;;   # internal: the packaging half, inside the trixie root
     --binary) BINARY="$2"; shift 2 ;;
     --version) VERSION="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
@@ -33,12 +44,54 @@ while (($#)); do
   esac
 done
 
+case "$TARGET" in host|trixie-amd64|trixie-arm64) ;; *) echo "build-deb: --target host|trixie-amd64|trixie-arm64" >&2; exit 2 ;; esac
+
+# --- Debian 13: the binary from the trixie root, the packaging inside it -----------------------
+if [ "$TARGET" != host ] && [ -z "$IN_ROOT" ]; then
+  [ "$(id -u)" = 0 ] || { echo "build-deb: --target $TARGET needs root (mmdebstrap, chroot)" >&2; exit 1; }
+  tarch="${TARGET#trixie-}"
+  t0=$(date +%s)
+  if [ -z "$BINARY" ]; then
+    if [ "$tarch" = arm64 ]; then BINARY="$(bash scripts/trixie-build.sh --target arm64 | tail -n 1)"
+    else BINARY="$(bash scripts/trixie-build.sh --release | tail -n 1)"; fi
+  fi
+  [ -x "$BINARY" ] || { echo "build-deb: no binary ($BINARY)" >&2; exit 1; }
+  BINARY="$(realpath "$BINARY")"
+  # The version is the source's (the binary may not run on this machine).
+  [ -n "$VERSION" ] || VERSION="$(sed -n 's/.*static let string = "\(.*\)".*/\1/p' Sources/CrierCore/Version.swift)"
+  export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}"
+  commit="${CRIER_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
+  BROOT="$(bash scripts/trixie-root.sh --kind build --print-path --offline)"
+  SYS=""; [ "$tarch" = arm64 ] && SYS="$(bash scripts/trixie-root.sh --kind sysroot --print-path --offline)"
+  mkdir -p "$OUT"; OUT="$(realpath "$OUT")"
+  fast=(); [ "${COMPRESS[0]}" = -Zgzip ] && fast=(--fast)
+  unshare --mount --propagation private sh -c '
+    r=$1 src=$2 bin=$3 out=$4 sys=$5; shift 5
+    mount -t proc proc "$r/proc" && mount --rbind /dev "$r/dev" && mount -t tmpfs tmpfs "$r/tmp" || exit 97
+    mkdir -p "$r/src" "$r/in" "$r/out" "$r/sdk"
+    mount --bind -o ro "$src" "$r/src" && mount --bind "$out" "$r/out" || exit 97
+    cp "$bin" "$r/tmp/crier" || exit 97
+    [ -z "$sys" ] || mount --rbind "$sys" "$r/sdk" || exit 97
+    exec chroot "$r" env -i HOME=/tmp PATH=/usr/bin:/bin LANG=C.UTF-8 "$@"
+  ' sh "$BROOT/root" "$ROOT" "$BINARY" "$OUT" "$SYS" \
+    SOURCE_DATE_EPOCH="$SOURCE_DATE_EPOCH" CRIER_COMMIT="$commit" CRIER_MAINTAINER="${CRIER_MAINTAINER:-}" \
+    bash /src/scripts/build-deb.sh --in-root "$tarch" --binary /tmp/crier --version "$VERSION" --out /out "${fast[@]}" \
+    > "$OUT/.build-deb-$tarch.log" || { cat "$OUT/.build-deb-$tarch.log"; exit 1; }
+  DEB="$OUT/$(tail -n 1 "$OUT/.build-deb-$tarch.log" | xargs basename)"
+  rm -f "$OUT/.build-deb-$tarch.log"
+  [ -f "$DEB" ] || { echo "build-deb: no package from the trixie root" >&2; exit 1; }
+  if [ "$tarch" = arm64 ]; then bash scripts/trixie-run-arm64.sh "$DEB" || exit 1; fi
+  echo "build-deb: $TARGET package in $(( $(date +%s) - t0 )) s: $DEB" >&2
+  echo "$DEB"
+  exit 0
+fi
+
 # --- tools (idempotent) -----------------------------------------------------------------------
 need=()
 for p in dpkg-dev binutils file; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done
-if ((${#need[@]})); then
+if [ -z "$IN_ROOT" ] && ((${#need[@]})); then
   echo "build-deb: installing ${need[*]}" >&2
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   APT=($SUDO apt-get -o DPkg::Lock::Timeout=600)
@@ -62,7 +115,7 @@ if readelf -d "$BINARY" | grep -q 'NEEDED.*libswift'; then
   exit 1
 fi
 
-ARCH="$(dpkg --print-architecture)"
+ARCH="${IN_ROOT:-$(dpkg --print-architecture)}"
 elf_machine="$(readelf -h "$BINARY" | sed -n 's/^ *Machine: *//p')"
 case "$elf_machine" in
   *X86-64*) elf_arch=amd64 ;;
@@ -88,25 +141,31 @@ fi
 
 # Reproducible: every timestamp is the last commit's.
 export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}"
+# The target's binutils: the arm64 binary is stripped by aarch64-linux-gnu-strip in the trixie root.
+STRIP=strip
+[ "$ARCH" = arm64 ] && [ "$(uname -m)" != aarch64 ] && STRIP=aarch64-linux-gnu-strip
 
 # --- the tree ---------------------------------------------------------------------------------
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 PKG="$WORK/crier"
 DOC="$PKG/usr/share/doc/crier"
+# Debian 13 ships nothing under the /lib alias (merged /usr, lintian's aliased-location):
+# units and udev rules go to /usr/lib there; bookworm's package keeps /lib.
+L=lib; [ -n "$IN_ROOT" ] && L=usr/lib
 install -d "$PKG/DEBIAN" "$PKG/usr/bin" "$DOC" "$PKG/usr/share/crier" "$PKG/usr/share/man/man1" \
-  "$PKG/lib/systemd/system" "$PKG/lib/udev/rules.d" "$PKG/usr/lib/sysusers.d" \
+  "$PKG/$L/systemd/system" "$PKG/$L/udev/rules.d" "$PKG/usr/lib/sysusers.d" \
   "$PKG/usr/lib/tmpfiles.d" "$PKG/usr/lib/systemd/system.conf.d"
 
 install -m 0755 "$BINARY" "$PKG/usr/bin/crier"
-strip --strip-unneeded --remove-section=.comment --remove-section=.note "$PKG/usr/bin/crier"
+"$STRIP" --strip-unneeded --remove-section=.comment --remove-section=.note "$PKG/usr/bin/crier"
 
 B="$ROOT/board"
-install -m 0644 "$B/systemd/crier.service" "$PKG/lib/systemd/system/crier.service"
+install -m 0644 "$B/systemd/crier.service" "$PKG/$L/systemd/system/crier.service"
 install -m 0644 "$B/systemd/crier.sysusers" "$PKG/usr/lib/sysusers.d/crier.conf"
 install -m 0644 "$B/systemd/crier.tmpfiles" "$PKG/usr/lib/tmpfiles.d/crier.conf"
 install -m 0644 "$B/systemd/system.conf.d/watchdog.conf" "$PKG/usr/lib/systemd/system.conf.d/crier-watchdog.conf"
-install -m 0644 "$B/udev/60-crier-gpio.rules" "$PKG/lib/udev/rules.d/60-crier-gpio.rules"
+install -m 0644 "$B/udev/60-crier-gpio.rules" "$PKG/$L/udev/rules.d/60-crier-gpio.rules"
 # Examples the postinst and the image recipe use (not under /usr/share/doc, which may be
 # excluded by dpkg path-exclude on small systems).
 install -m 0644 "$B/crier.conf" "$PKG/usr/share/crier/crier.conf"
@@ -124,7 +183,7 @@ done
 gzip -9n < "$B/debian/crier.1" > "$PKG/usr/share/man/man1/crier.1.gz"
 
 maint="${CRIER_MAINTAINER:-Crier maintainers <crier@example.org>}"
-commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+commit="${CRIER_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}"
 {
   echo "crier ($VERSION) stable; urgency=medium"
   echo
@@ -139,12 +198,23 @@ install -m 0755 "$B/debian/postinst" "$B/debian/prerm" "$B/debian/postrm" "$PKG/
 # dpkg-shlibdeps wants a debian/control next to it; a minimal one in the work dir.
 mkdir -p "$WORK/src/debian"
 printf 'Source: crier\n\nPackage: crier\nArchitecture: any\n' > "$WORK/src/debian/control"
-shlibs="$(cd "$WORK/src" && dpkg-shlibdeps -O -e"$PKG/usr/bin/crier" 2>"$WORK/shlibdeps.err" | sed -n 's/^shlibs:Depends=//p')" ||
+# Cross (arm64 in the amd64 trixie root): the libraries and their symbols files are the arm64
+# packages unpacked beside the sysroot (trixie-root.sh --kind sysroot: shlibs/<pkg>/ with
+# DEBIAN/), searched as package build dirs (-S); DEB_HOST_ARCH selects aarch64 paths and objdump.
+shlibdeps_opts=()
+if [ -n "$IN_ROOT" ] && [ "$ARCH" != "$(dpkg --print-architecture)" ]; then
+  for d in /sdk/shlibs/*/; do shlibdeps_opts+=("-S${d%/}"); done
+  ((${#shlibdeps_opts[@]})) || { echo "build-deb: no /sdk/shlibs (sysroot too old: rerun scripts/trixie-root.sh --kind sysroot)" >&2; exit 1; }
+  eval "$(dpkg-architecture -a"$ARCH" -s 2>/dev/null)"
+fi
+shlibs="$(cd "$WORK/src" && dpkg-shlibdeps "${shlibdeps_opts[@]}" -O -e"$PKG/usr/bin/crier" 2>"$WORK/shlibdeps.err" | sed -n 's/^shlibs:Depends=//p')" ||
   { cat "$WORK/shlibdeps.err" >&2; exit 1; }
 grep -v "^dpkg-shlibdeps: warning: binaries to analyze should already be installed" "$WORK/shlibdeps.err" >&2 || true
 depends="$shlibs"
 # What the runtime needs even when a library is not (yet) linked: the product contract.
-for lib in libasound2 libgpiod2 libespeak-ng1; do
+contract=(libasound2 libgpiod2 libespeak-ng1)
+[ -n "$IN_ROOT" ] && contract=(libasound2t64 libgpiod3 libespeak-ng1)   # trixie's names (t64, libgpiod v2)
+for lib in "${contract[@]}"; do
   if ! grep -qE "(^|, )$lib( |,|$)" <<<"$depends"; then
     echo "build-deb: warning: the binary does not link $lib; adding it unversioned" >&2
     depends="$depends, $lib"
@@ -185,4 +255,12 @@ mkdir -p "$OUT"
 DEB="$OUT/crier_${VERSION}_${ARCH}.deb"
 dpkg-deb --root-owner-group "${COMPRESS[@]}" --build "$PKG" "$DEB" >/dev/null
 echo "build-deb: $DEB ($(du -k "$DEB" | cut -f1) KiB; Depends: $depends)" >&2
+if [ -n "$IN_ROOT" ]; then
+  # lintian clean: any error or warning fails the package (overrides, with reasons, are in
+  # board/debian/lintian-overrides).
+  lint="$(lintian --fail-on error,warning --tag-display-limit 0 "$DEB" 2>&1)" && lrc=0 || lrc=$?
+  grep -v "^running with root privileges" <<<"$lint" >&2 || true
+  ((lrc == 0)) || { echo "build-deb: lintian failed" >&2; exit 1; }
+  echo "build-deb: lintian clean" >&2
+fi
 echo "$DEB"

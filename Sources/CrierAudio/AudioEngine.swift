@@ -376,9 +376,7 @@ public final class AudioEngine: Sendable {
                         var behind = Int(clock - Int64(written))
                         while behind > 0 {
                             let n = min(period, behind)
-                            try zeros.withUnsafeBufferPointer { b throws(AudioError) in
-                                try device.write(b, frames: n, onRecover: recovered)
-                            }
+                            try device.write(zeros, frames: n, onRecover: recovered)
                             written += UInt64(n)
                             behind -= n
                         }
@@ -393,9 +391,7 @@ public final class AudioEngine: Sendable {
                     let n = min(period, room)
                     let before = written
                     let r = buf.withUnsafeMutableBufferPointer { mixer.render(into: $0, frames: n) }
-                    try buf.withUnsafeBufferPointer { b throws(AudioError) in
-                        try device.write(b, frames: n, onRecover: recovered)
-                    }
+                    try device.write(buf, frames: n, onRecover: recovered)
                     written += UInt64(n)
                     room -= n
                     // Established once it has taken a buffer's worth (and ≥ 250 ms): some PCMs
@@ -450,7 +446,7 @@ public final class AudioEngine: Sendable {
             var buf = [Int16](repeating: 0, count: frames * device.format.channels)
             for _ in 0..<2 {
                 let r = buf.withUnsafeMutableBufferPointer { mixer.render(into: $0, frames: frames) }
-                try? buf.withUnsafeBufferPointer { b throws(AudioError) in try device.write(b, frames: frames) { _ in } }
+                try? device.write(buf, frames: frames) { _ in }
                 for (id, _, heard) in r.finished { finish(id, .stopped, heard: heard) }
             }
             if !device.selfPaced { device.drain() }

@@ -123,6 +123,21 @@ final class PCMDevice {
         }
     }
 
+    /// The same for a whole buffer. Array.withUnsafeBufferPointer only `rethrows` (any Error) in
+    /// Swift 6.0's standard library, so the AudioError leaves the closure as a value: one form
+    /// that both 6.0 (Debian 13) and 6.3 type-check as throws(AudioError).
+    func write(_ samples: [Int16], frames: Int, onRecover: (AudioError) -> Void) throws(AudioError) {
+        let failure: AudioError? = samples.withUnsafeBufferPointer { b in
+            do throws(AudioError) {
+                try write(b, frames: frames, onRecover: onRecover)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        if let failure { throw failure }
+    }
+
     /// Frames free in the ring buffer (recovering an xrun first if there is one).
     func avail(onRecover: (AudioError) -> Void) throws(AudioError) -> Int {
         let a = snd_pcm_avail_update(handle)
