@@ -99,12 +99,21 @@ public actor Daemon {
         log.info("stopping", ["current": current.map { $0.alert.orderIDs.joined(separator: ",") } ?? "none"])
         poke()
         if !speakerFinished {
-            let deadline = Task {
-                try? await Task.sleep(for: .seconds(grace))
-                self.abandonCurrent()
+            // Only an alert being heard is worth the grace. A prompt, a request, or anything on
+            // a device that is not open (missing, being retried: nothing can be heard, and the
+            // clip would wait forever) is cut at once.
+            let deadline: Task<Void, Never>?
+            if current != nil && engine.stats.deviceOpen {
+                deadline = Task {
+                    try? await Task.sleep(for: .seconds(grace))
+                    self.abandonCurrent()
+                }
+            } else {
+                deadline = nil
+                abandonCurrent()
             }
-            await withCheckedContinuation { speakerDone = $0 }
-            deadline.cancel()
+            if !speakerFinished { await withCheckedContinuation { speakerDone = $0 } }
+            deadline?.cancel()
         }
         buttonTask?.cancel()
         _ = await buttonTask?.value
@@ -113,12 +122,29 @@ public actor Daemon {
         log.info("stopped")
     }
 
+    /// A second SIGTERM/SIGINT while stopping: do not wait for the rest of the grace period.
+    public func hurry() {
+        guard stopping else { return }
+        abandonCurrent()
+    }
+
+    /// Ends whatever the speaker loop waits for, from now on. An alert on an open device is
+    /// faded out and its outcome (`stopped`) ends the wait; anything else (a prompt, a request,
+    /// a clip on a device that is not open and would wait forever) ends as `shutdown` at once:
+    /// an alert then stays unacked and the server redelivers it after the restart.
     func abandonCurrent() {
-        if let c = current {
+        cutting = true
+        if let c = current, engine.stats.deviceOpen {
             log.warning("current alert still playing at the end of the grace period; cutting it", ["ids": c.alert.orderIDs.joined(separator: ",")])
             engine.stop(id: c.clip)
+            return
         }
+        if let p = currentPrompt { engine.stop(id: p) }
+        clipDone(token: expectedClip ?? 0, .shutdown)
     }
+
+    /// Set when shutdown stops waiting for clips: a clip started after it is not waited for.
+    var cutting = false
 
     // MARK: events
 
@@ -290,6 +316,7 @@ public actor Daemon {
 
     func waitClip() async -> ClipOutcome {
         if let o = clipOutcome { clipOutcome = nil; return o }
+        if cutting { return .shutdown }
         return await withCheckedContinuation { clipWaiter = $0 }
     }
 
