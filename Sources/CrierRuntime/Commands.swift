@@ -4,6 +4,7 @@ import CrierPosix
 import CrierSpeech
 import CrierSystem
 import Glibc
+import Synchronization
 
 /// Exit codes: 0 ok, 1 runtime failure, 2 usage error (the usual convention).
 public enum ExitCode {
@@ -147,13 +148,47 @@ public enum SayCommand {
         let engine = AudioEngine(config: AudioEngineConfig(config.audio), log: ctx.hub.logger("audio"))
         engine.start()
         defer { engine.stop() }
+        let clip: Clip
         do {
-            let clip = try await pipeline.clip(u, rate: config.audio.rate)
-            let outcome = await engine.playAndWait(clip)
-            return outcome == .played ? ExitCode.ok : ExitCode.failure
+            clip = try await pipeline.clip(u, rate: config.audio.rate)
         } catch {
             log.error("\(error)")
             return ExitCode.failure
+        }
+        // The engine retries a missing device forever (right for the daemon); a command must
+        // give up: the device has `openTimeout` to start taking audio, the clip its length more.
+        let seconds = Double(clip.samples.count) / Double(config.audio.rate)
+        let outcome = await playBounded(clip, on: engine, openTimeout: openTimeout, totalTimeout: openTimeout + seconds + 5)
+        switch outcome {
+        case .played(let o):
+            if o != .played { log.error("the audio engine stopped before the text was said", ["device": config.audio.device]) }
+            return o == .played ? ExitCode.ok : ExitCode.failure
+        case .deviceNeverOpened:
+            let why = engine.stats.lastError
+            log.error("cannot speak: audio device '\(config.audio.device)' did not open within \(ConfigValue.fmt(openTimeout)) s\(why.isEmpty ? "" : " (\(why))"), and no crier daemon is running to speak through; check audio.device in crier.conf (`aplay -L`), or write a WAV with --output")
+            return ExitCode.failure
+        case .timedOut:
+            log.error("cannot speak: audio device '\(config.audio.device)' stopped taking audio (\(engine.stats.lastError)); gave up after \(ConfigValue.fmt((openTimeout + seconds + 5).rounded())) s")
+            return ExitCode.failure
+        }
+    }
+
+    /// How long `crier say` waits for a device that does not open.
+    public static let openTimeout = 5.0
+
+    enum Bounded: Sendable { case played(ClipOutcome), deviceNeverOpened, timedOut }
+
+    static func playBounded(_ clip: Clip, on engine: AudioEngine, openTimeout: Double, totalTimeout: Double) async -> Bounded {
+        let result = Mutex<ClipOutcome?>(nil)
+        engine.play(clip) { o in result.withLock { $0 = $0 ?? o } }
+        let t0 = Monotonic.now()
+        while true {
+            if let o = result.withLock({ $0 }) { return .played(o) }
+            let waited = Monotonic.now() - t0
+            let open = engine.stats.deviceOpen
+            if !open && engine.stats.framesWritten == 0 && waited > openTimeout { return .deviceNeverOpened }
+            if waited > totalTimeout { return .timedOut }
+            try? await Task.sleep(for: .milliseconds(20))
         }
     }
 }
@@ -176,21 +211,40 @@ public enum OfflineRender {
 }
 
 public enum StatusCommand {
+    /// Prints the daemon's answer on stdout, exit 0. Any failure (no daemon, busy, denied, a
+    /// config that cannot be read) goes to stderr with exit 1; with `--json` stdout then still
+    /// carries one JSON object, `{"error": …, "running": …}`, so a script's parser never sees text.
     public static func run(configPath: String?, json: Bool) -> Int32 {
         var path = ControlServer.defaultPath
         if let p = configPath {
-            guard let loaded = try? ConfigLoader.load(path: p, required: true) else {
-                FileIO.stderr("crier status: cannot read \(p)\n")
-                return ExitCode.failure
+            do {
+                path = try ConfigLoader.load(path: p, required: true).config.log.controlSocket
+            } catch {
+                return fail("\(error)", json: json, running: nil)
             }
-            path = loaded.config.log.controlSocket
+            if path.isEmpty {
+                return fail("control.socket is empty in \(p): that daemon has no control socket", json: json, running: nil)
+            }
         }
-        do {
+        do throws(ControlError) {
             print(try ControlClient.status(json: json, path: path), terminator: "")
             return ExitCode.ok
         } catch {
-            FileIO.stderr("crier status: \(error)\n")
-            return ExitCode.failure
+            let running: Bool? = switch error {
+            case .notRunning: false
+            case .busy, .refused, .timedOut: true
+            default: nil
+            }
+            return fail(error.description, json: json, running: running)
         }
+    }
+
+    static func fail(_ message: String, json: Bool, running: Bool?) -> Int32 {
+        FileIO.stderr("crier status: \(message)\n")
+        if json {
+            let o = JSONObject([("error", .string(message)), ("running", running.map(JSONValue.bool) ?? .null)])
+            print(String(decoding: JSON.write(.object(o)), as: UTF8.self))
+        }
+        return ExitCode.failure
     }
 }

@@ -97,12 +97,21 @@ public actor Daemon {
         log.info("stopping", ["current": current.map { $0.alert.orderIDs.joined(separator: ",") } ?? "none"])
         poke()
         if !speakerFinished {
-            let deadline = Task {
-                try? await Task.sleep(for: .seconds(grace))
-                self.abandonCurrent()
+            // Only an alert being heard is worth the grace. A prompt, a request, or anything on
+            // a device that is not open (missing, being retried: nothing can be heard, and the
+            // clip would wait forever) is cut at once.
+            let deadline: Task<Void, Never>?
+            if current != nil && engine.stats.deviceOpen {
+                deadline = Task {
+                    try? await Task.sleep(for: .seconds(grace))
+                    self.abandonCurrent()
+                }
+            } else {
+                deadline = nil
+                abandonCurrent()
             }
-            await withCheckedContinuation { speakerDone = $0 }
-            deadline.cancel()
+            if !speakerFinished { await withCheckedContinuation { speakerDone = $0 } }
+            deadline?.cancel()
         }
         buttonTask?.cancel()
         _ = await buttonTask?.value
@@ -111,15 +120,31 @@ public actor Daemon {
         log.info("stopped")
     }
 
+    /// A second SIGTERM/SIGINT while stopping: do not wait for the rest of the grace period.
+    public func hurry() {
+        guard stopping else { return }
+        abandonCurrent()
+    }
+
+    /// Ends whatever the speaker loop waits for, from now on. An alert on an open device is
+    /// faded out and its outcome (`stopped`) ends the wait; anything else (a prompt, a request,
+    /// a clip on a device that is not open and would wait forever) ends as `shutdown` at once:
+    /// an alert then stays unacked and the server redelivers it after the restart.
     func abandonCurrent() {
-        if let c = current {
+        cutting = true
+        if let c = current, engine.stats.deviceOpen {
             log.warning("current alert still playing at the end of the grace period; cutting it", ["ids": c.alert.orderIDs.joined(separator: ",")])
             engine.stop(id: c.clip)
-        } else if let id = playingClip {
-            // A prompt or `crier say` text: nothing to ack, but it must not hold up the stop.
-            engine.stop(id: id)
+            return
         }
+        // A prompt, `crier say` text, or a clip on a device that is not open (it would wait for
+        // ever): nothing to ack, and it must not hold up the stop.
+        if let id = playingClip { engine.stop(id: id) }
+        clipDone(token: expectedClip ?? 0, ClipEnd(.shutdown, heardFrames: 0))
     }
+
+    /// Set when shutdown stops waiting for clips: a clip started after it is not waited for.
+    var cutting = false
 
     // MARK: events
 
@@ -388,8 +413,15 @@ public actor Daemon {
     }
 
     /// Waits for the current clip to end. `meanwhile` runs now and after every poke or its own
-    /// deadline (what it returns) until then.
+    /// deadline (what it returns) until then. Once shutdown has stopped waiting for clips
+    /// (`cutting`), a clip started after that is cut and not waited for.
     func waitClip(meanwhile: () -> Double? = { nil }) async -> ClipEnd {
+        if cutting, clipEnd == nil {
+            if let id = playingClip { engine.stop(id: id) }
+            playingClip = nil
+            expectedClip = nil
+            return ClipEnd(.shutdown, heardFrames: 0)
+        }
         while true {
             if let e = clipEnd {
                 clipEnd = nil

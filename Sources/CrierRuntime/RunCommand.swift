@@ -5,15 +5,32 @@ import CrierLink
 import CrierPosix
 import Dispatch
 import Glibc
+import Synchronization
 
 public enum RunCommand {
-    /// The daemon. Returns 0 after SIGTERM/SIGINT, 1 when the supervisor gives up (restart
-    /// intensity exceeded) so systemd restarts the whole process.
-    public static func run(configPath: String?) async -> Int32 {
+    /// How the run ends: exit with a code, or re-exec in place with a changed crier.conf.
+    enum End: Sendable { case exit(Int32), reload(startedAt: Double) }
+
+    /// The documented bound on a stop (SIGTERM → exit), and on the stop half of a reload.
+    public static let stopLimit = 6.0
+
+    /// The daemon. Returns 0 after SIGTERM/SIGINT/SIGQUIT, 1 when the supervisor gives up
+    /// (restart intensity exceeded) or another daemon already runs. SIGHUP re-reads crier.conf
+    /// and, when it changed and is valid, re-executes this program in the same process.
+    public static func run(configPath: String?, arguments: [String] = CommandLine.arguments) async -> Int32 {
+        let reloadedAt = ReExec.takeMarker()
+        // Signals first: one arriving during start-up must neither kill the daemon (the default
+        // action) nor be lost; the stream holds it until the loop below reads it.
+        let handled = SignalWatcher.Signal.asynchronous
+        let watcher: Result<SignalWatcher, SystemError>
+        do { watcher = .success(try SignalWatcher.start(handled)) } catch { watcher = .failure(error) }
         // A config the box cannot read is logged and the defaults are used: a shop's typo
         // must not silence the speaker. The same configuration check-config prints.
         let ctx = CommandContext.forRun(configPath: configPath)
-        let config = ctx.loaded.config
+        let fileConfig = ctx.loaded.config
+        var config = fileConfig
+        // A reload is not a power-on: no "started" prompt.
+        if reloadedAt != nil { config.status.onStart = false }
         let hub = ctx.hub
         let log = hub.logger("runtime")
         if !ctx.loaded.fileFound && ctx.loaded.diagnostics.isEmpty {
@@ -33,9 +50,9 @@ public enum RunCommand {
             }
         }
         let signals: SignalWatcher
-        do {
-            signals = try SignalWatcher.start([.terminate, .interrupt])
-        } catch {
+        switch watcher {
+        case .success(let w): signals = w
+        case .failure(let error):
             log.error("cannot watch signals: \(error)")
             return ExitCode.failure
         }
@@ -46,7 +63,6 @@ public enum RunCommand {
         }
 
         let daemon = Daemon(config: config, hub: hub)
-        await daemon.start()
         let supervisor: Supervisor
         do {
             var parts: [any SupervisedComponent] = [AudioComponent(daemon: daemon), SpeechComponent(daemon: daemon, deadline: config.speech.deadline)]
@@ -58,37 +74,71 @@ public enum RunCommand {
             log.error("\(error)")
             return ExitCode.failure
         }
-        let (ends, endsIn) = AsyncStream.makeStream(of: Int32.self)
+        let snapshot: @Sendable () async -> StatusSnapshot = {
+            await daemon.snapshot(components: supervisor.statuses(), lastError: lastError.lastError)
+        }
+        // The control socket is the single-instance lock: bound before anything else starts, so
+        // a second daemon refuses before it opens the device or connects as the same device id.
+        // A socket file nobody answers on (a SIGKILLed daemon's) is replaced.
+        var control: ControlServer?
+        if !config.log.controlSocket.isEmpty {
+            do throws(ControlError) {
+                // Group-restricted where the package created the `crier` group; owner-only otherwise.
+                let group: String? = getgrnam("crier") != nil ? "crier" : nil
+                control = try ControlServer.bindDefaultOrFallback(
+                    configured: config.log.controlSocket, group: group,
+                    handlers: .init(status: snapshot, say: { lang, text in await daemon.request(lang, text) }),
+                    log: hub.logger("control"))
+            } catch {
+                if case .alreadyRunning = error {
+                    log.error("refusing to start: \(error)")
+                    return ExitCode.failure
+                }
+                log.warning("control socket unavailable: \(error); `crier status` will not reach this daemon, and a second daemon would not be refused")
+            }
+        }
+
+        await daemon.start()
+        let (ends, endsIn) = AsyncStream.makeStream(of: End.self)
         let supTask = Task {
             do {
                 try await supervisor.run()
             } catch {
                 log.error("\(error); exiting so systemd restarts the whole process")
-                endsIn.yield(ExitCode.failure)
+                endsIn.yield(.exit(ExitCode.failure))
             }
         }
+        let stopping = Atomic<Bool>(false)
+        let reloadPath = ctx.loaded.path
+        let reloadRequired = configPath != nil || ctx.loaded.fileFound
         let signalTask = Task {
             for await s in signals.signals {
-                log.info("signal received; shutting down", ["signal": s.description])
-                endsIn.yield(ExitCode.ok)
-            }
-        }
-        let snapshot: @Sendable () async -> StatusSnapshot = {
-            await daemon.snapshot(components: supervisor.statuses(), lastError: lastError.lastError)
-        }
-        var control: ControlServer?
-        if !config.log.controlSocket.isEmpty {
-            do {
-                // Group-restricted where the package created the `crier` group; owner-only otherwise.
-                let group: String? = getgrnam("crier") != nil ? "crier" : nil
-                control = try ControlServer(path: config.log.controlSocket, group: group,
-                                            handlers: .init(status: snapshot, say: { lang, text in await daemon.request(lang, text) }),
-                                            log: hub.logger("control"))
-            } catch {
-                log.warning("control socket unavailable: \(error); `crier status` will not reach this daemon")
+                switch s {
+                case .terminate, .interrupt, .quit:
+                    if !stopping.load(ordering: .relaxed) {
+                        log.info("signal received; shutting down", ["signal": s.description])
+                        endsIn.yield(.exit(ExitCode.ok))
+                    } else {
+                        log.notice("signal received while stopping; cutting the current alert now instead of at the end of the grace period",
+                                   ["signal": s.description])
+                        await daemon.hurry()
+                    }
+                case .hangup:
+                    let t = Monotonic.now()
+                    if stopping.load(ordering: .relaxed) {
+                        log.notice("signal received while stopping; already on the way out", ["signal": s.description])
+                    } else if Reload.changed(path: reloadPath, required: reloadRequired, running: fileConfig, log: log) {
+                        endsIn.yield(.reload(startedAt: t))
+                    }
+                default:
+                    log.notice("signal received; it has no meaning for crier, ignored", ["signal": s.description])
+                }
             }
         }
         try? notifier?.ready(status: StatusFormat.systemdLine(await snapshot()))
+        if let t = reloadedAt {
+            log.info("reloaded: running with the new configuration", ["after": Format.fixed(Monotonic.now() - t, 2) + "s"])
+        }
         let petTask = Task {
             guard let n = notifier, let petter = WatchdogPetter.fromEnvironment() else { return }
             await WatchdogPetter.run(petter, clock: SystemClock(), health: { supervisor.health() },
@@ -101,21 +151,109 @@ public enum RunCommand {
                 try? notifier?.status(StatusFormat.systemdLine(await snapshot()))
             }
         }
-        var code = ExitCode.ok
-        for await c in ends { code = c; break }
-        try? notifier?.stopping(status: "stopping")
+        var first = End.exit(ExitCode.ok)
+        for await e in ends { first = e; break }
+        let end = first
+        stopping.store(true, ordering: .relaxed)
+        let stopStarted = Monotonic.now()
+        switch end {
+        case .exit: try? notifier?.stopping(status: "stopping")
+        case .reload:
+            // systemd (Type=notify-reload, or a unit's ExecReload) waits for the READY=1 the
+            // new image sends.
+            try? notifier?.send(["RELOADING=1", "MONOTONIC_USEC=\(Int64(Monotonic.now() * 1e6))", "STATUS=reloading crier.conf"])
+        }
+        // The stop is bounded whatever part of it hangs (a driver call, a thread in connect):
+        // past the limit the process leaves anyway, saying where it was.
+        let backstop = StopBackstop(limit: stopLimit, log: log) {
+            if case .reload(let t) = end {
+                let e = ReExec.exec(arguments: arguments, reloadStartedAt: t, handled: handled)
+                log.error("reload failed: \(e); exiting so systemd restarts crier")
+            }
+            _exit(ExitCode.failure)
+        }
         statusTask.cancel()
         petTask.cancel()
-        signalTask.cancel()
+        backstop.stage("closing the control socket")
         control?.close()
         // Supervision ends first, so parts stopping on purpose are not "restarted".
+        backstop.stage("stopping the supervisor")
         supervisor.stop()
         _ = await supTask.value
+        backstop.stage("finishing the current alert, closing the link and the audio device")
         await daemon.shutdown()
+        backstop.finished()
+        log.info("stop took", ["seconds": Format.fixed(Monotonic.now() - stopStarted, 2)])
         hub.flushRepeats(final: true)
-        serial?.close(flushTimeout: 1)
-        return code
+        serial?.close(flushTimeout: 0.5)
+        switch end {
+        case .exit(let code):
+            signalTask.cancel()
+            return code
+        case .reload(let t):
+            log.info("reload: starting again in place with the new configuration", ["after": Format.fixed(Monotonic.now() - t, 2) + "s"])
+            let e = ReExec.exec(arguments: arguments, reloadStartedAt: t, handled: handled)
+            log.error("reload failed: \(e); exiting so systemd restarts crier with the new configuration")
+            return ExitCode.failure
+        }
     }
+}
+
+/// SIGHUP: what changed in crier.conf, and whether it may be applied.
+enum Reload {
+    /// True when the file is valid and differs from the running configuration. Every problem
+    /// is logged with its line; an invalid file leaves the running configuration in place.
+    static func changed(path: String, required: Bool, running: CrierConfig, log: Logger) -> Bool {
+        log.info("reload requested (SIGHUP): reading the configuration again", ["path": path])
+        let loaded: ConfigLoader.Loaded
+        do {
+            loaded = try ConfigLoader.load(path: path, required: required)
+        } catch {
+            log.error("reload refused: \(error); keeping the running configuration")
+            return false
+        }
+        for d in loaded.diagnostics where d.severity != .error { log.warning("reload: \(d.description)") }
+        if !loaded.errors.isEmpty {
+            for d in loaded.errors { log.error("reload: \(d.description)") }
+            log.error("reload refused: \(loaded.errors.count) error(s) in \(path); keeping the running configuration (fix them, then `systemctl reload crier` or SIGHUP again)")
+            return false
+        }
+        if loaded.config == running {
+            log.info("reload: configuration unchanged; nothing to do", ["path": path])
+            return false
+        }
+        // Names only: values may be secrets (server.key).
+        let keys = CrierConfig.schema.filter { $0.value(in: loaded.config) != $0.value(in: running) }.map(\.name)
+        log.info("reload: configuration changed; finishing the current alert, then starting again in place with it",
+                 ["changed": keys.isEmpty ? "?" : keys.joined(separator: ",")])
+        return true
+    }
+}
+
+/// Ends the process when a stop outlives its limit, naming the stage it hung in.
+final class StopBackstop: Sendable {
+    private let state = Mutex<(stage: String, done: Bool)>(("starting", false))
+
+    init(limit: Double, log: Logger, expire: @escaping @Sendable () -> Void) {
+        let deadline = Monotonic.now() + limit
+        do {
+            try PosixThread.detach(name: "crier-stop-limit") { [self] in
+                while Monotonic.now() < deadline {
+                    if state.withLock({ $0.done }) { return }
+                    usleep(50_000)
+                }
+                let stage = state.withLock { $0.done ? nil : $0.stage }
+                guard let stage else { return }
+                log.error("stop did not finish within \(Format.fixed(limit, 0)) s; leaving now", ["stuck_in": stage])
+                expire()
+            }
+        } catch {
+            log.warning("no thread for the stop time limit: \(error); the stop is not bounded")
+        }
+    }
+
+    func stage(_ s: String) { state.withLock { $0.stage = s } }
+    func finished() { state.withLock { $0.done = true } }
 }
 
 /// The audio engine under supervision: progress is the engine thread's own loop; a stall gets

@@ -5,9 +5,25 @@ import Glibc
 /// The `crier status` / `crier say` side of the control socket.
 public enum ControlClient {
     /// `crier status` (text) or `crier status --json` (one JSON line), as printed.
+    /// An answer starting with `error ` (the daemon busy, a bad request) is thrown, never
+    /// returned as if it were the status; with `json` the answer must be one JSON object.
     public static func status(json: Bool, path: String = ControlServer.defaultPath,
                               timeout: Double = 10) throws(ControlError) -> String {
-        try request(json ? .status : .statusText, path: path, timeout: timeout)
+        let answer = try request(json ? .status : .statusText, path: path, timeout: timeout)
+        try checkError(answer)
+        if json && !answer.hasPrefix("{") {
+            throw .refused("the daemon answered with something other than JSON: \(ControlRequest.oneLine(String(answer.prefix(80))))")
+        }
+        if answer.isEmpty { throw .refused("the daemon closed the connection without an answer") }
+        return answer
+    }
+
+    static func checkError(_ answer: String) throws(ControlError) {
+        guard answer.hasPrefix("error ") else { return }
+        var line = Substring(answer.dropFirst(6))
+        if line.hasSuffix("\n") { line = line.dropLast() }
+        if line.hasPrefix("busy") { throw .busy(String(line)) }
+        throw .refused(String(line))
     }
 
     /// Speaks through the running daemon; returns its confirmation. `.notRunning` means no
@@ -18,16 +34,17 @@ public enum ControlClient {
         var line = Substring(answer)
         if line.hasSuffix("\n") { line = line.dropLast() }
         if line.hasPrefix("ok") { return String(line.dropFirst(2).drop(while: { $0 == " " })) }
-        if line.hasPrefix("error ") { throw .refused(String(line.dropFirst(6))) }
+        try checkError(answer)
         throw .refused("unexpected answer: \(line)")
     }
 
     /// Sends one request, returns the whole answer.
-    public static func request(_ request: ControlRequest, path: String = ControlServer.defaultPath,
+    public static func request(_ request: ControlRequest, path requestedPath: String = ControlServer.defaultPath,
                                timeout: Double = 10) throws(ControlError) -> String {
         let fd: Int32
-        switch connect(path: path) {
-        case .success(let f): fd = f
+        let path: String
+        switch connectAny(configured: requestedPath) {
+        case .success(let f): (fd, path) = f
         case .failure(let e): throw e
         }
         defer { close(fd) }
@@ -44,9 +61,30 @@ public enum ControlClient {
             if n == 0 { break }
             if errno == EINTR { continue }
             if errno == EAGAIN || errno == EWOULDBLOCK { throw .timedOut(path: path) }
+            // A peer that closed with our request unread resets the connection: keep what it said.
+            if errno == ECONNRESET && !out.isEmpty { break }
+            if errno == ECONNRESET { throw .refused("the daemon at \(path) closed the connection without an answer") }
             throw .system(SystemError("recv", path: path))
         }
         return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The first of `ControlPath.candidates` that answers (or refuses for a reason other than
+    /// "nobody there"); `.notRunning` naming every path tried when none does.
+    static func connectAny(configured: String) -> Result<(Int32, String), ControlError> {
+        let all = ControlPath.candidates(configured: configured)
+        var denied: ControlError?
+        for p in all {
+            switch connect(path: p) {
+            case .success(let fd): return .success((fd, p))
+            case .failure(.notRunning): continue
+            // The system daemon's socket may be closed to this user while their own daemon
+            // (started by hand) answers at the next path.
+            case .failure(let e) where e == .permissionDenied(path: p): denied = denied ?? e
+            case .failure(let e): return .failure(e)
+            }
+        }
+        return .failure(denied ?? .notRunning(path: all.joined(separator: " or ")))
     }
 
     static func connect(path: String) -> Result<Int32, ControlError> {

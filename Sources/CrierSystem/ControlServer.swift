@@ -12,6 +12,8 @@ public enum ControlError: Error, Sendable, Equatable, CustomStringConvertible {
     case permissionDenied(path: String)
     /// Another daemon already answers at this path.
     case alreadyRunning(path: String)
+    /// The daemon answered `error busy…`: all its control connections are in use.
+    case busy(String)
     /// Something that is not a socket sits at the path.
     case notASocket(path: String)
     /// The daemon answered with an error.
@@ -23,7 +25,8 @@ public enum ControlError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .notRunning(let p): "no crier daemon is running (nothing answers at \(p))"
         case .permissionDenied(let p): "permission denied on \(p): run as root or as a member of the socket's group (crier)"
-        case .alreadyRunning(let p): "another crier daemon is already running (it answers at \(p))"
+        case .alreadyRunning(let p): "another crier daemon is already running (it answers at \(p)); stop it first (`systemctl stop crier`), or give this one its own control.socket, audio.device and device.id"
+        case .busy(let m): "the daemon is busy: \(m)"
         case .notASocket(let p): "\(p) exists and is not a socket; remove it"
         case .refused(let m): m
         case .timedOut(let p): "the daemon at \(p) did not answer in time"
@@ -84,6 +87,8 @@ public final class ControlServer: Sendable {
             throw .system(SystemError("control socket", path: path, code: ENAMETOOLONG))
         }
         try ControlServer.clearStale(path)
+        let dirErr = ControlPath.ensureDirectory(of: path, mode: 0o750)
+        if dirErr == EACCES || dirErr == EPERM || dirErr == EROFS { throw .permissionDenied(path: path) }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .system(SystemError("socket AF_UNIX SOCK_STREAM")) }
         var a = addr
@@ -91,7 +96,12 @@ public final class ControlServer: Sendable {
         guard rc == 0 else {
             let e = SystemError("bind", path: path)
             Glibc.close(fd)
-            throw e.code == EACCES ? .permissionDenied(path: path) : .system(e)
+            switch e.code {
+            case EACCES, EPERM: throw .permissionDenied(path: path)
+            // Bound by another daemon between clearStale and here: it runs.
+            case EADDRINUSE: throw .alreadyRunning(path: path)
+            default: throw .system(e)
+            }
         }
         // bind() honours the umask; set the mode the socket must have explicitly. (The window
         // in between is closed by the directory: /run/crier is 0750.)
@@ -145,6 +155,40 @@ public final class ControlServer: Sendable {
         unlink(path)
     }
 
+    /// Binds the configured path; for the default path, falls back to the user's runtime
+    /// directory when /run/crier cannot be used (not root, not under systemd). Refuses when a
+    /// daemon answers at any of the paths a client would try (`ControlPath.candidates`).
+    public static func bindDefaultOrFallback(configured: String, group: String?, handlers: Handlers, log: Logger,
+                                             xdgRuntimeDir: String? = FileIO.env("XDG_RUNTIME_DIR")) throws(ControlError) -> ControlServer {
+        let candidates = ControlPath.candidates(configured: configured, xdgRuntimeDir: xdgRuntimeDir)
+        // A live daemon at any of them: a client could reach only one of the two.
+        for p in candidates.dropFirst() {
+            if case .success(let fd) = ControlClient.connect(path: p) {
+                Glibc.close(fd)
+                throw .alreadyRunning(path: p)
+            }
+        }
+        var firstError: ControlError?
+        for (i, p) in candidates.enumerated() {
+            do {
+                // Group access only where the package made /run/crier; the user's own dir is 0700.
+                return try ControlServer(path: p, mode: i == 0 ? 0o660 : 0o600, group: i == 0 ? group : nil,
+                                         handlers: handlers, log: log)
+            } catch {
+                switch error {
+                case .permissionDenied, .system:
+                    if firstError == nil { firstError = error }
+                    if i + 1 < candidates.count {
+                        log.info("control socket: \(p) not usable (\(error)); using \(candidates[i + 1]) (XDG_RUNTIME_DIR)")
+                    }
+                default:
+                    throw error
+                }
+            }
+        }
+        throw firstError ?? .notRunning(path: configured)
+    }
+
     static func clearStale(_ path: String) throws(ControlError) {
         var st = stat()
         guard lstat(path, &st) == 0 else { return }
@@ -183,8 +227,7 @@ public final class ControlServer: Sendable {
                 return true
             }
             guard admitted else {
-                ControlServer.reply(c, "error busy: too many control connections; try again\n")
-                Glibc.close(c)
+                ControlServer.refuseBusy(c)
                 continue
             }
             do {
@@ -253,6 +296,20 @@ public final class ControlServer: Sendable {
             return nil
         }
         return result.withLock { $0 }
+    }
+
+    /// Answers "busy" without a thread. The request is read (what has arrived, without
+    /// waiting) before closing: a socket closed with unread data resets the connection, and the
+    /// client would see "connection reset" instead of the answer.
+    static func refuseBusy(_ c: Int32) {
+        var buf = [UInt8](repeating: 0, count: maxLine + 1)
+        var tv = timeval(tv_sec: 0, tv_usec: 50_000)
+        setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        _ = recv(c, &buf, buf.count, 0)
+        reply(c, "error busy: too many control connections; try again\n")
+        shutdown(c, Int32(SHUT_WR))
+        while recv(c, &buf, buf.count, Int32(MSG_DONTWAIT)) > 0 {}
+        Glibc.close(c)
     }
 
     static func readLine(_ fd: Int32) -> String? {

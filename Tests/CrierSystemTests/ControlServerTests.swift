@@ -188,3 +188,78 @@ struct SignalWatcherTests {
         #expect(throws: SystemError.self) { try SignalWatcher.start() }
     }
 }
+
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct ControlPathTests {
+    @Test func onlyTheDefaultPathFallsBackToTheUsersRuntimeDirectory() {
+        #expect(ControlPath.candidates(configured: ControlServer.defaultPath, xdgRuntimeDir: "/run/user/1000")
+                == ["/run/crier/control.sock", "/run/user/1000/crier/control.sock"])
+        #expect(ControlPath.candidates(configured: ControlServer.defaultPath, xdgRuntimeDir: "/run/user/1000/")
+                == ["/run/crier/control.sock", "/run/user/1000/crier/control.sock"])
+        #expect(ControlPath.candidates(configured: ControlServer.defaultPath, xdgRuntimeDir: nil) == ["/run/crier/control.sock"])
+        #expect(ControlPath.candidates(configured: ControlServer.defaultPath, xdgRuntimeDir: "relative") == ["/run/crier/control.sock"])
+        #expect(ControlPath.candidates(configured: "/srv/x.sock", xdgRuntimeDir: "/run/user/1000") == ["/srv/x.sock"])
+    }
+
+    @Test func theSocketDirectoryIsCreatedWhenMissing() throws {
+        let dir = TestFS.tempDir()
+        defer { TestFS.remove(dir) }
+        let path = dir + "/sub/control.sock"
+        let hub = LogHub(clock: { WallTime(unixMillis: 0) })
+        let s = try ControlServer(path: path, handlers: .init(status: { sampleSnapshot() }, say: { _, _ in "ok" }),
+                                  log: hub.logger("control"))
+        defer { s.close() }
+        var st = stat()
+        #expect(stat(dir + "/sub", &st) == 0 && st.st_mode & 0o777 == 0o750)
+        #expect(stat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFSOCK)
+    }
+
+    @Test func aBusyAnswerIsAnErrorNotAStatus() async throws {
+        let dir = TestFS.tempDir()
+        defer { TestFS.remove(dir) }
+        let path = dir + "/control.sock"
+        // A daemon at its connection limit: every answer is "error busy…".
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        let (addr, len) = try #require(Posix.unixAddress(path))
+        var a = addr
+        _ = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+        listen(fd, 4)
+        defer { close(fd) }
+        try PosixThread.detach(name: "fake-busy") {
+            for _ in 0..<2 {
+                let c = accept(fd, nil, nil)
+                if c < 0 { return }
+                var b = [UInt8](repeating: 0, count: 256)
+                _ = recv(c, &b, b.count, 0)
+                ControlServer.reply(c, "error busy: too many control connections; try again\n")
+                close(c)
+            }
+        }
+        for json in [false, true] {
+            let r = try await offPool { () -> Result<String, ControlError> in
+                do throws(ControlError) { return .success(try ControlClient.status(json: json, path: path)) } catch { return .failure(error) }
+            }
+            #expect(r == .failure(.busy("busy: too many control connections; try again")))
+        }
+    }
+
+    @Test func theRealServerAtItsLimitSaysBusyAndTheClientThrowsIt() async throws {
+        let dir = TestFS.tempDir()
+        defer { TestFS.remove(dir) }
+        let path = dir + "/control.sock"
+        let hub = LogHub(clock: { WallTime(unixMillis: 0) })
+        let s = try ControlServer(path: path, maxConnections: 1, handlers: .init(status: { sampleSnapshot() }, say: { _, _ in "ok" }),
+                                  log: hub.logger("control"))
+        defer { s.close() }
+        // One connection that sends nothing holds the only slot (for up to 2 s).
+        guard case .success(let idle) = ControlClient.connect(path: path) else { Issue.record("connect"); return }
+        defer { close(idle) }
+        usleep(100_000)
+        for json in [false, true] {
+            let r = try await offPool { () -> Result<String, ControlError> in
+                do throws(ControlError) { return .success(try ControlClient.status(json: json, path: path)) } catch { return .failure(error) }
+            }
+            #expect(r == .failure(.busy("busy: too many control connections; try again")))
+        }
+    }
+}

@@ -72,13 +72,20 @@ struct SystemdNotifierTests {
                 checkTimes.append(clock.now())
                 return supervisor.health()
             }, pet: {
+                // A pet that takes a moment (a loaded machine): the clock must not move on
+                // while the watchdog is still in its iteration. Widens the race the old
+                // stepping lost under load.
+                usleep(2000)
                 petTimes.append(clock.now())
                 try? notifier.watchdog()
             }, log: hub.logger("watchdog"))
         }
-        // Step the clock one check at a time, each time once the watchdog has checked.
+        // Step the clock one check at a time, each time once the watchdog has checked AND gone
+        // back to sleep until the next check. Waiting only for the check raced: the clock moved
+        // on while the watchdog was still between its check and its pet, so the pet at 4.25 was
+        // recorded at 4.5 (seen under load).
         func checked(_ t: Double) async {
-            while checkTimes.all.last != t { await Task.yield() }
+            while checkTimes.all.last != t || !clock.deadlines.contains(t + petter.checkInterval) { await Task.yield() }
         }
         var t = 0.0
         while t < 5 {

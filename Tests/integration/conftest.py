@@ -35,6 +35,11 @@ class Box:
         self.write_conf("")
 
     def write_conf(self, text):
+        # The default control socket is a fixed path (/run/crier, created when root): every
+        # test gets its own unless it names one, so concurrent runs never reach each other.
+        # Appended, so the line numbers a test checks stay where it wrote them.
+        if "control.socket" not in text:
+            text += ("" if text.endswith("\n") or not text else "\n") + "control.socket = %s\n" % (self.tmp / "box-control.sock")
         with open(self.conf, "w") as f:
             f.write(text)
 

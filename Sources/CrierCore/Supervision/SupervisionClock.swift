@@ -54,6 +54,10 @@ public final class ManualClock: SupervisionClock {
     /// How many tasks are sleeping on this clock now.
     public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
 
+    /// Every deadline someone sleeps until now: a test steps the clock only once the task it
+    /// drives is asleep again (its iteration finished), not while it still reads the clock.
+    public var deadlines: [Double] { state.withLock { $0.sleepers.map(\.deadline) } }
+
     /// The earliest deadline anyone sleeps until, if anyone sleeps.
     public var nextDeadline: Double? { state.withLock { $0.sleepers.map(\.deadline).min() } }
 
