@@ -69,6 +69,29 @@ struct AckOutboxTests {
         #expect(o.count == 1)
     }
 
+    @Test("a redelivery that crossed the ack on the wire is not acked twice on that connection, but is on the next")
+    func crossedRedelivery() {
+        var o = AckOutbox()
+        o.add(.spoken("x"))
+        o.connectionStarted()
+        _ = o.takeUnwritten()
+        o.pinged(now: 1)
+        o.pong()
+        #expect(o.isEmpty)
+        o.add(Ack(id: "x", status: .spoken, message: "already spoken; not said again"))
+        #expect(o.isEmpty, "the server has it: no second ack line")
+        o.add(Ack(id: "x", status: .cancelled))
+        #expect(o.count == 1, "a different answer still goes out")
+        o.connectionStarted()
+        o.add(.spoken("y"))
+        _ = o.takeUnwritten()
+        o.pinged(now: 2)
+        o.pong()
+        o.connectionStarted()
+        o.add(.spoken("y"))
+        #expect(o.count == 1, "redelivered on a new connection: the server lost it, ack again")
+    }
+
     @Test("takeNext hands out a backlog one by one, in order, each once per connection")
     func takeNext() {
         var o = AckOutbox()

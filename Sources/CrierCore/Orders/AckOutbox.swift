@@ -33,6 +33,10 @@ public struct AckOutbox: Sendable {
     /// This connection's server never answered a ping in time: pongs no longer count (one
     /// arriving late would confirm the wrong acks); only the time fallback does.
     private var pongsUnreliable = false
+    /// Acks this connection's server is known to have: the same answer again (a redelivery
+    /// that crossed our ack on the wire) is not sent twice. Forgotten on reconnect: a server
+    /// that redelivers on a new connection did not keep the ack and must get it again.
+    private var deliveredHere: [String: Ack.Status] = [:]
     /// Acks dropped because `capacity` was reached (for the log).
     public private(set) var dropped = 0
     /// The file's content no longer matches `entries`.
@@ -50,6 +54,7 @@ public struct AckOutbox: Sendable {
     /// newest status is what the box means); with the same status it changes nothing. Returns the ack dropped to stay within `capacity`, if any.
     @discardableResult
     public mutating func add(_ ack: Ack) -> Ack? {
+        if deliveredHere[ack.id] == ack.status { return nil }
         if let old = seqOf[ack.id] {
             let i = index(after: old - 1)
             // The same answer again (a redelivery of an order whose ack is still here): one
@@ -83,6 +88,7 @@ public struct AckOutbox: Sendable {
         written = 0
         probes = []
         pongsUnreliable = false
+        deliveredHere = [:]
     }
 
     /// The acks not yet written on this connection, oldest first; they count as written.
@@ -139,7 +145,11 @@ public struct AckOutbox: Sendable {
     private mutating func confirm(through seq: UInt64) -> Int {
         let n = index(after: seq)
         guard n > 0 else { return 0 }
-        for e in entries[..<n] { seqOf[e.ack.id] = nil }
+        if deliveredHere.count + n > 10_000 { deliveredHere = [:] }  // bounded; at worst an ack is sent twice
+        for e in entries[..<n] {
+            seqOf[e.ack.id] = nil
+            deliveredHere[e.ack.id] = e.ack.status
+        }
         entries.removeFirst(n)
         dirty = true
         return n
