@@ -76,7 +76,7 @@ public final class AckStore: Sendable {
 
     /// Runs `body` on the outbox; a change to it is written out soon after.
     @discardableResult
-    func with<R>(_ body: (inout AckOutbox) -> R) -> R {
+    func with<R: Sendable>(_ body: (inout AckOutbox) -> R) -> R {
         let (r, dirty) = state.withLock { s -> (R, Bool) in
             let r = body(&s)
             return (r, s.dirty)
