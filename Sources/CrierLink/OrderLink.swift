@@ -25,9 +25,12 @@ public final class OrderLink: Sendable {
         /// Seconds to wait for `welcome` after `hello`; nil: 2 × heartbeat, at most 10.
         public var handshakeTimeout: Double?
         public var backoff = ReconnectBackoff()
-        /// Most acks kept while the link is down; the oldest go first (the server redelivers
-        /// their orders and the queue's dedupe answers them again).
+        /// Most acks kept in memory until delivered; the oldest go first (the server
+        /// redelivers their orders and the queue's dedupe answers them again).
         public var maxPendingAcks = 100_000
+        /// The outbox with its file (the daemon's, shared with a link that replaces this one);
+        /// nil: a memory-only one of `maxPendingAcks`, closed by `stop`.
+        public var ackStore: AckStore?
         /// Bytes waiting to be sent before the server counts as not reading (the link is reset).
         public var maxOutput = 4 << 20
         /// Unix seconds for signature time checks (tests shift it).
@@ -40,13 +43,14 @@ public final class OrderLink: Sendable {
     let log: Logger
     let onEvent: @Sendable (LinkEvent) -> Void
     let options: Options
+    /// Acks until the server has them (docs/protocol.md, "Ack outbox").
+    public let ackStore: AckStore
+    private let ownsStore: Bool
 
     private struct Shared {
         var started = false
         var stopping = false
         var connected = false
-        var outbox: [Ack] = []
-        var droppedAcks = 0
         var thread: PosixThread?
     }
     private let shared = Mutex(Shared())
@@ -70,6 +74,8 @@ public final class OrderLink: Sendable {
         self.log = log
         self.options = options
         self.onEvent = onEvent
+        ownsStore = options.ackStore == nil
+        ackStore = options.ackStore ?? AckStore(path: nil, log: log, capacity: options.maxPendingAcks)
     }
 
     /// Starts the link thread. Without a configured server it logs that and does nothing.
@@ -116,23 +122,23 @@ public final class OrderLink: Sendable {
         }
         wake.wake()
         t?.join()
+        if ownsStore { ackStore.close() } else { ackStore.persist() }
     }
 
-    /// Queues an ack; it goes out at once when connected, else after the next welcome. Any thread.
+    /// Queues an ack; it goes out at once when connected, else after the next welcome, and
+    /// stays in the outbox (and its file) until the server has it. Any thread.
     public func send(_ ack: Ack) {
-        shared.withLock { s in
-            s.outbox.append(ack)
-            if s.outbox.count > options.maxPendingAcks {
-                s.outbox.removeFirst(s.outbox.count - options.maxPendingAcks)
-                s.droppedAcks += 1
-            }
+        let (dropped, count) = ackStore.with { o -> (Ack?, Int) in (o.add(ack), o.dropped) }
+        if let d = dropped, count == 1 || count % 1000 == 0 {
+            log.warning("too many undelivered acks; dropped the oldest (the server redelivers its order)",
+                        ["id": d.id, "status": d.status.rawValue, "dropped": count, "max": options.maxPendingAcks])
         }
         wake.wake()
     }
 
     public var isConnected: Bool { shared.withLock { $0.connected } }
-    /// Acks not yet handed to the socket.
-    public var pendingAcks: Int { shared.withLock { $0.outbox.count } }
+    /// Acks the server may not have yet (written or not).
+    public var pendingAcks: Int { ackStore.count }
 
     private var stopping: Bool { shared.withLock { $0.stopping } }
 
@@ -253,6 +259,7 @@ public final class OrderLink: Sendable {
         }
         defer { transport.close() }
 
+        let ackBudget = max(1024, min(64 << 10, options.maxOutput / 4))
         var conn = Connection(fd: fd, heartbeat: LinkHeartbeat(interval: config.heartbeat, now: Monotonic.now()))
         conn.queue(.hello(Hello(device: deviceID, token: config.token)))
         let handshakeDeadline = Monotonic.now() + (options.handshakeTimeout ?? min(10, max(1, 2 * config.heartbeat)))
@@ -265,18 +272,34 @@ public final class OrderLink: Sendable {
         while !stopping {
             tick()
             // Acks go out only after the welcome: the server has not accepted us before it.
+            // A ping follows them: its pong says they were read (what "delivered" means).
             if welcomed {
-                let acks = shared.withLock { s -> [Ack] in defer { s.outbox.removeAll() }; return s.outbox }
-                for a in acks { conn.queue(.ack(a)) }
+                let t = Monotonic.now()
+                let lastReceived = conn.heartbeat.lastReceived
+                let probe = ackStore.with { o -> Bool in
+                    o.tick(now: t, lastReceived: lastReceived, heartbeat: config.heartbeat)
+                    // Only what the output buffer should hold: the rest waits for the socket
+                    // to drain (a big backlog must not count as "server is not reading").
+                    while conn.out.count < ackBudget, let a = o.takeNext() { conn.queue(.ack(a)) }
+                    guard o.needsProbe else { return false }
+                    o.pinged(now: t)
+                    return true
+                }
+                if probe {
+                    conn.queue(.ping)
+                    conn.heartbeat.pinged(now: t)
+                }
             }
             if let err = transport.flush(&conn.out) {
                 return welcomed ? .lost("write failed: \(err)") : .failedToConnect("write failed: \(err)")
             }
-            if conn.out.count < conn.lastOutCount { conn.heartbeat.sent(now: Monotonic.now()) }
-            conn.lastOutCount = conn.out.count
+            // Not reading is not a reason to wait: the acks stay in the outbox for the next
+            // connection, and a peer that also sends nothing is found dead by the heartbeat.
             if conn.out.count > options.maxOutput {
                 return .lost("server is not reading (\(conn.out.count) bytes unsent)")
             }
+            // The socket took everything: the next batch of a backlog goes at once.
+            if welcomed, conn.out.count < ackBudget, ackStore.peek({ $0.hasUnwritten }) { continue }
 
             let now = Monotonic.now()
             let deadline: Double
@@ -286,7 +309,8 @@ public final class OrderLink: Sendable {
                     return .lost("no data from server for \(fmt1(silent)) s (heartbeat \(ConfigValue.fmt(config.heartbeat)) s)")
                 case .ping:
                     conn.queue(.ping)
-                    conn.heartbeat.sent(now: now)
+                    conn.heartbeat.pinged(now: now)
+                    ackStore.with { $0.pinged(now: now) }
                     continue
                 case .none: break
                 }
@@ -313,7 +337,6 @@ public final class OrderLink: Sendable {
             case .eof: return welcomed ? .lost("server closed the connection") : .failedToConnect("server closed the connection before welcome")
             case .failed(let e): return welcomed ? .lost("read failed: \(e)") : .failedToConnect("read failed: \(e)")
             case .data(let count):
-                conn.heartbeat.received(now: Monotonic.now())
                 for item in conn.framer.push(conn.readBuf[0..<count]) {
                     let line: [UInt8]
                     switch item {
@@ -325,6 +348,8 @@ public final class OrderLink: Sendable {
                         return welcomed ? .lost(msg) : .failedToConnect(msg)
                     case .line(let l): line = l
                     }
+                    // Only a whole line is news from the server: a trickle of bytes is not.
+                    conn.heartbeat.received(now: Monotonic.now())
                     let message: ProtocolMessage
                     let decoded = ProtocolCodec.decodeKeepingObject(line)
                     switch decoded.message {
@@ -344,6 +369,7 @@ public final class OrderLink: Sendable {
                     switch message {
                     case .welcome where !welcomed:
                         welcomed = true
+                        ackStore.with { $0.connectionStarted() }
                         let t = Monotonic.now()
                         backoff.connected(now: t)
                         shared.withLock { $0.connected = true }
@@ -359,7 +385,7 @@ public final class OrderLink: Sendable {
                     case .ping:
                         conn.queue(.pong)
                     case .pong:
-                        break
+                        ackStore.with { $0.pong() }
                     case .order(let o) where welcomed:
                         if let rejection = verifier?.check(decoded.object ?? JSONObject(), now: options.unixNow()) {
                             unauthenticated += 1
@@ -398,9 +424,9 @@ public final class OrderLink: Sendable {
         // Stopping: an ack queued just before stop() (the alert that finished during shutdown)
         // still goes out; one non-blocking write, so a server that is not reading cannot hold
         // the shutdown.
+        // They stay in the outbox: the server may not have read them.
         if welcomed {
-            let acks = shared.withLock { s -> [Ack] in defer { s.outbox.removeAll() }; return s.outbox }
-            for a in acks { conn.queue(.ack(a)) }
+            ackStore.with { o in for a in o.takeUnwritten() { conn.queue(.ack(a)) } }
             _ = transport.flush(&conn.out)
         }
         return .lost("stopped")
@@ -421,7 +447,6 @@ public final class OrderLink: Sendable {
         var heartbeat: LinkHeartbeat
         var framer = LineFramer()
         var out: [UInt8] = []
-        var lastOutCount = 0
         var readBuf = [UInt8](repeating: 0, count: 65536)
         let startedAt = Monotonic.now()
 
@@ -432,7 +457,6 @@ public final class OrderLink: Sendable {
 
         mutating func queue(_ m: ProtocolMessage) {
             out += ProtocolCodec.line(m)
-            lastOutCount = out.count
         }
     }
 

@@ -21,9 +21,10 @@ public struct OrderServerConfig: Sendable, Equatable {
     public var numbers: ClosedRange<Int> = 0...99
     /// With `count`: seconds to wait for the last acks after the last order went out.
     public var drainTimeout = 60.0
-    /// The server pings a device after this many seconds without traffic either way...
+    /// The server pings a device it has heard nothing from for this many seconds (however much
+    /// it sends itself: a flood of orders proves nothing about the device)...
     public var heartbeat = 15.0
-    /// ...and drops one it has heard nothing from for this long.
+    /// ...and drops one it has heard nothing (no whole line) from for this long.
     public var silenceTimeout = 45.0
     /// Random orders at all (false: only stdin and `submit`).
     public var randomOrders = true
@@ -240,8 +241,9 @@ public final class OrderServer: Sendable {
         var device: String?
         var framer = LineFramer()
         var out: [UInt8] = []
+        /// When the last whole line arrived (a byte trickle does not count).
         var lastReceived = Monotonic.now()
-        var lastSent = Monotonic.now()
+        var lastPing = Monotonic.now()
         var closeAfterFlush = false
         var closeReason: String?
         init(transport: LinkTransport, addr: String, signer: OrderSigner?) {
@@ -471,10 +473,11 @@ public final class OrderServer: Sendable {
 
             // Writes, closes, silence.
             for c in clients {
-                if c.device != nil, now - max(c.lastSent, c.lastReceived) >= config.heartbeat { c.queue(.ping) }
-                let before = c.out.count
+                if c.device != nil, now - max(c.lastPing, c.lastReceived) >= config.heartbeat {
+                    c.queue(.ping)
+                    c.lastPing = now
+                }
                 if let err = c.transport.flush(&c.out) { c.closeReason = "write failed: \(err)"; c.closeAfterFlush = true; c.out = [] }
-                if c.out.count < before { c.lastSent = now }
                 if now - c.lastReceived > config.silenceTimeout, c.closeReason == nil {
                     drop(c, "no data for \(Int(config.silenceTimeout)) s")
                 }
@@ -540,10 +543,11 @@ public final class OrderServer: Sendable {
                     if c.device == nil { emit("device rejected", [("addr", c.addr), ("reason", e)]) }
                     drop(c, "read failed: \(e)")
                 case .data(let n):
-                    c.lastReceived = Monotonic.now()
                     for item in c.framer.push(readBuf[0..<n]) {
                         switch item {
-                        case .line(let l): handle(c, l)
+                        case .line(let l):
+                            c.lastReceived = Monotonic.now()
+                            handle(c, l)
                         case .tooLong:
                             c.queue(.error(code: "line_too_long", message: "line longer than \(ProtocolCodec.maxLineBytes) bytes"))
                             drop(c, "line too long")

@@ -21,6 +21,8 @@ public actor Daemon {
     public nonisolated var engine: AudioEngine { engineBox.withLock { $0 } }
     let pipeline: SpeechPipeline
     var link: OrderLink?
+    /// Acks the server may not have yet, kept on the data partition across restarts.
+    var ackStore: AckStore?
     var linkEvents: AsyncStream<LinkEvent>.Continuation?
     var buttons: ButtonService?
     var buttonTask: Task<Void, Never>?
@@ -73,6 +75,9 @@ public actor Daemon {
         if let server = config.link.server {
             let (stream, cont) = AsyncStream.makeStream(of: LinkEvent.self)
             linkEvents = cont
+            let store = AckStore(path: config.ackOutboxPath, log: hub.logger("link"))
+            queue.restore(store.restored)  // said before the restart: acked again, not said again
+            ackStore = store
             link = makeLink()
             Task { for await e in stream { self.handle(e) } }
             link?.start()
@@ -116,6 +121,7 @@ public actor Daemon {
         buttonTask?.cancel()
         _ = await buttonTask?.value
         link?.stop()  // flushes what it can of the acks already sent
+        ackStore?.close()  // the undelivered ones wait in the file for the next start
         engine.stop()
         log.info("stopped")
     }
@@ -462,7 +468,9 @@ public actor Daemon {
 
     func makeLink() -> OrderLink {
         let cont = linkEvents
-        return OrderLink(config: config.link, deviceID: config.deviceID, log: hub.logger("link")) { cont?.yield($0) }
+        var options = OrderLink.Options()
+        options.ackStore = ackStore
+        return OrderLink(config: config.link, deviceID: config.deviceID, log: hub.logger("link"), options: options) { cont?.yield($0) }
     }
 
     /// The link thread's progress mark, for the supervisor (now when there is no link).

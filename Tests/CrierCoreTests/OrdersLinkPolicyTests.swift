@@ -50,32 +50,77 @@ struct OrdersLinkPolicyTests {
         #expect(b.attempt == 0)
     }
 
-    @Test("heartbeat: ping after `interval` without traffic, dead after 2× with nothing received")
+    @Test("heartbeat: ping after `interval` with nothing received, dead after 2× with nothing received")
     func heartbeat() {
         var h = LinkHeartbeat(interval: 15, now: 0)
         #expect(h.action(now: 14.9) == .none)
         #expect(h.nextDeadline == 15)
         #expect(h.action(now: 15) == .ping)
-        h.sent(now: 15)
+        h.pinged(now: 15)
         #expect(h.action(now: 20) == .none)
         #expect(h.nextDeadline == 30)
         #expect(h.action(now: 30) == .dead(silentFor: 30))
     }
 
-    @Test("heartbeat: any traffic either way postpones the ping; only received traffic keeps it alive")
+    @Test("heartbeat: sending (acks) never postpones the ping; only what is received does")
     func heartbeatTraffic() {
         var h = LinkHeartbeat(interval: 10, now: 0)
         h.received(now: 8)
         #expect(h.action(now: 17) == .none)
         #expect(h.action(now: 18) == .ping)
-        h.sent(now: 18)  // an ack going out
+        h.pinged(now: 18)
         #expect(h.action(now: 27) == .none)
-        h.sent(now: 27)
-        // Sending all the time (acks) does not keep a link alive that never answers.
         #expect(h.action(now: 28) == .dead(silentFor: 20))
         h.received(now: 28.5)  // the pong
         #expect(h.action(now: 30) == .none)
         #expect(h.nextDeadline == 38.5)
+    }
+
+    /// The issue-13 backlog: the box acks all the time and the server only answers pings.
+    /// Whatever the box sends and whenever, a peer that answers every ping within the interval
+    /// is never declared dead, and one that stops answering is declared dead within 2 ×
+    /// interval of the last message heard (never earlier).
+    @Test("heartbeat invariant over seeded random traffic: an answering peer is never dead, a silent one is within 2×")
+    func heartbeatInvariant() {
+        for seed in UInt64(1)...200 {
+            var rng = SplitMix64(seed: seed)
+            let interval = Double.random(in: 0.5...30, using: &rng)
+            var h = LinkHeartbeat(interval: interval, now: 0)
+            var now = 0.0
+            var pongDue: [Double] = []
+            var peerHeardAt = 0.0
+            let silentFrom = Double.random(in: 5 * interval...20 * interval, using: &rng)
+            var declaredDead: Double?
+            // The peer also sends on its own at random (orders), but not after `silentFrom`.
+            var nextPeerMessage = Double.random(in: 0...(3 * interval), using: &rng)
+            while now < silentFrom + 3 * interval {
+                // Our own sends (acks) come at random and must not matter: the struct is not told.
+                let step = Double.random(in: 0.001...(interval / 4), using: &rng)
+                let next = min(now + step, h.nextDeadline, pongDue.min() ?? .infinity, nextPeerMessage)
+                now = max(now, next)
+                if let i = pongDue.firstIndex(where: { $0 <= now }) {
+                    pongDue.remove(at: i)
+                    if now < silentFrom { h.received(now: now); peerHeardAt = now }
+                }
+                if nextPeerMessage <= now {
+                    if now < silentFrom { h.received(now: now); peerHeardAt = now }
+                    nextPeerMessage = now + Double.random(in: 0...(3 * interval), using: &rng)
+                }
+                switch h.action(now: now) {
+                case .none: break
+                case .ping:
+                    h.pinged(now: now)
+                    pongDue.append(now + Double.random(in: 0...(interval * 0.9), using: &rng))
+                case .dead(let silent):
+                    declaredDead = now
+                    #expect(silent >= 2 * interval - 1e-9, "seed \(seed)")
+                }
+                if declaredDead != nil { break }
+            }
+            let dead = declaredDead ?? .infinity
+            #expect(dead >= silentFrom, "seed \(seed): answering peer declared dead at \(dead), silent only from \(silentFrom)")
+            #expect(dead <= peerHeardAt + 2 * interval + 1e-9, "seed \(seed): silent peer not declared dead in time")
+        }
     }
 
     @Test("framing: \\n and \\r\\n, split anywhere, empty lines skipped")

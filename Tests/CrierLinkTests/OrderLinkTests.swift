@@ -25,6 +25,8 @@ struct OrderLinkRawTests {
         #expect(raw.readLine() == #"{"type":"ack","id":"early-1","status":"spoken"}"#)
         #expect(eventually { events.connects == 1 })
         #expect(link.isConnected)
+        // A ping follows the acks: its pong tells the box they were read.
+        #expect(raw.readLine() == #"{"type":"ping"}"#)
         link.send(Ack(id: "B", status: .rejected, reason: "queue_full"))
         #expect(raw.readLine() == #"{"type":"ack","id":"B","status":"rejected","reason":"queue_full"}"#)
         link.stop()

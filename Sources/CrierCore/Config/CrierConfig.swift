@@ -135,6 +135,8 @@ public struct LinkConfig: Sendable, Equatable {
     public var pins: [[UInt8]] = []
     /// Shared secret for signed orders (docs/protocol.md); nil: orders are not signed.
     public var key: [UInt8]?
+    /// The ack outbox file; nil: `<state.path>.acks`; "": memory only (`off`).
+    public var outbox: String?
 }
 
 /// `server.key` and `server.pin` values.
@@ -287,9 +289,15 @@ extension CrierConfig {
                   apply: { c, v throws(ConfigValueError) in c.link.key = v.isEmpty ? nil : try SecretValue.key(v) },
                   render: { $0.link.key == nil ? "" : "(set)" }),
         ConfigKey("link.heartbeat", section: "general", default: "15",
-                  doc: "Seconds without traffic before the box pings; 2x this with nothing received means the link is dead.",
+                  doc: "Seconds with nothing received from the server before the box pings (whatever it sends itself); 2x this with nothing received means the link is dead.",
                   apply: { c, v throws(ConfigValueError) in c.link.heartbeat = try ConfigValue.number(v, 1...600) },
                   render: { ConfigValue.fmt($0.link.heartbeat) }),
+        ConfigKey("link.outbox", section: "general", default: "",
+                  doc: "File (on the data partition) keeping acks the server may not have yet across restarts; empty: state.path + \".acks\"; off: memory only.",
+                  apply: { c, v throws(ConfigValueError) in
+                      guard v.isEmpty || v == "off" || v.hasPrefix("/") else { throw ConfigValueError("expected an absolute path or off, got \"\(v)\"") }
+                      c.link.outbox = v.isEmpty ? nil : (v == "off" ? "" : v)
+                  }, render: { c in c.link.outbox.map { $0.isEmpty ? "off" : $0 } ?? "" }),
     ]
 
     static let audioKeys: [ConfigKey] = [

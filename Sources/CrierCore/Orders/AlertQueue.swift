@@ -150,6 +150,13 @@ public struct AlertQueue: Sendable {
         }
     }
 
+    /// Outcomes from before a restart (the acks still in the link's outbox, docs/protocol.md):
+    /// a redelivery of one of them is acked again with the same status, never said again.
+    /// Rejections are not remembered, as in `add`: `queue_full` invites the server to try again.
+    public mutating func restore(_ acks: [Ack]) {
+        for a in acks where a.status != .rejected { outcomes[a.id] = a.status }
+    }
+
     public mutating func add(_ order: Order, now: Double) -> Admission {
         if let status = outcomes[order.id] {
             return .alreadyDone(Ack(id: order.id, status: status, message: "already \(status.rawValue); not said again"))

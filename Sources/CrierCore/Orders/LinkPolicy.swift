@@ -41,8 +41,11 @@ public struct ReconnectBackoff: Sendable, Equatable {
     }
 }
 
-/// Heartbeat of a live connection: ping after `interval` seconds without traffic either way;
-/// dead after 2 × `interval` with nothing received. Pure: the caller reports traffic and asks.
+/// Heartbeat of a live connection (docs/protocol.md, "Heartbeat"). Liveness is "I have heard
+/// from the peer": only complete messages received count, never what this side sends (acks
+/// going out prove nothing about the peer) and never stray bytes (a peer trickling a byte a
+/// second is not alive). Ping after `interval` seconds with nothing received (and no ping sent
+/// since); dead after 2 × `interval` with nothing received. Pure: the caller reports and asks.
 public struct LinkHeartbeat: Sendable, Equatable {
     public enum Action: Sendable, Equatable {
         case none
@@ -52,28 +55,32 @@ public struct LinkHeartbeat: Sendable, Equatable {
     }
 
     public let interval: Double
-    public private(set) var lastSent: Double
+    public private(set) var lastPing: Double
     public private(set) var lastReceived: Double
 
     public init(interval: Double, now: Double) {
         self.interval = interval
-        lastSent = now
+        lastPing = now
         lastReceived = now
     }
 
-    public mutating func sent(now: Double) { lastSent = max(lastSent, now) }
+    /// A ping went out (after `.ping`, or one sent for another reason such as confirming acks).
+    public mutating func pinged(now: Double) { lastPing = max(lastPing, now) }
+    /// A complete message arrived from the peer.
     public mutating func received(now: Double) { lastReceived = max(lastReceived, now) }
 
-    /// What to do now. After `.ping`, send it and call `sent(now:)`.
+    /// What to do now. After `.ping`, send it and call `pinged(now:)`.
     public func action(now: Double) -> Action {
-        if now - lastReceived >= 2 * interval { return .dead(silentFor: now - lastReceived) }
-        if now - max(lastSent, lastReceived) >= interval { return .ping }
+        // The same sums as `nextDeadline`: waking exactly at it must act (with `now - last >=
+        // interval`, rounding could say "not yet" at the deadline and the caller would spin).
+        if now >= lastReceived + 2 * interval { return .dead(silentFor: now - lastReceived) }
+        if now >= max(lastPing, lastReceived) + interval { return .ping }
         return .none
     }
 
     /// The next time `action` may change: sleep (poll) until then.
     public var nextDeadline: Double {
-        min(max(lastSent, lastReceived) + interval, lastReceived + 2 * interval)
+        min(max(lastPing, lastReceived) + interval, lastReceived + 2 * interval)
     }
 }
 

@@ -1,0 +1,170 @@
+import CrierCore
+import CrierPosix
+import Glibc
+import Synchronization
+
+/// The link's ack outbox (`AckOutbox`) and its file on the data partition, so that acks the
+/// server may not have yet survive a restart or a power cut (docs/protocol.md, "Ack outbox").
+/// The file is rewritten whole (`FileIO.writeDurably`) by a thread of its own, after every
+/// change, several changes coalesced into one write: neither the daemon's actor nor the link
+/// thread ever waits for the card, and a name lookup stuck on the link thread cannot delay it.
+/// Shared by the link that replaces a stalled one.
+public final class AckStore: Sendable {
+    /// nil: memory only (`link.outbox = off`).
+    public let path: String?
+    let log: Logger
+    private let state: Mutex<AckOutbox>
+    /// The acks found in the file at start: the daemon's dedupe learns them (a redelivered
+    /// order whose ack is here is acked again, not said again).
+    public let restored: [Ack]
+    private let wake = WakePipe()
+
+    private struct Writer {
+        var thread: PosixThread?
+        var closed = false
+        var lastError: String?
+        var writes = 0
+        var writeSeconds = 0.0
+        var lastNotDurable = 0
+    }
+    private let writer = Mutex(Writer())
+    /// Serializes file writes (the thread's and `close`'s last one).
+    private let fileLock = Mutex(())
+
+    public init(path: String?, log: Logger, capacity: Int = 100_000, durableMax: Int = 1000) {
+        self.path = path
+        self.log = log
+        var box = AckOutbox(capacity: capacity, durableMax: durableMax)
+        var restored: [Ack] = []
+        if let path {
+            let loaded = Self.load(path, durableMax: durableMax, log: log)
+            for a in loaded { box.add(a) }
+            restored = loaded
+        }
+        _ = box.encodeForFile()  // what was read is what the file holds: clean
+        state = Mutex(box)
+        self.restored = restored
+        guard path != nil else { return }
+        do {
+            let t = try PosixThread(name: "crier-acks") { [self] in run() }
+            writer.withLock { $0.thread = t }
+        } catch {
+            log.error("cannot start the ack outbox thread: \(error); acks are written on the link thread instead")
+        }
+    }
+
+    private static func load(_ path: String, durableMax: Int, log: Logger) -> [Ack] {
+        let bytes: [UInt8]
+        do throws(SystemError) {
+            bytes = try FileIO.read(path, limit: 4 << 20)
+        } catch {
+            if error.code != ENOENT {
+                log.error("cannot read the ack outbox; acks from before this start are lost (their orders may be said again)",
+                          ["file": path, "error": error.description])
+            }
+            return []
+        }
+        let loaded = AckOutbox.decodeFile(bytes, durableMax: durableMax)
+        for p in loaded.problems {
+            log.warning("ack outbox file damaged; the line is ignored", ["file": path, "problem": p])
+        }
+        if !loaded.acks.isEmpty {
+            log.info("acks from before the restart will be sent after the next welcome", ["file": path, "acks": loaded.acks.count])
+        }
+        return loaded.acks
+    }
+
+    /// Runs `body` on the outbox; a change to it is written out soon after.
+    @discardableResult
+    func with<R: Sendable>(_ body: (inout AckOutbox) -> R) -> R {
+        let (r, dirty) = state.withLock { s -> (R, Bool) in
+            let r = body(&s)
+            return (r, s.dirty)
+        }
+        if dirty {
+            if writer.withLock({ $0.thread == nil }) { persist() } else { wake.wake() }
+        }
+        return r
+    }
+
+    /// Looks without changing anything (no write is started).
+    func peek<R: Sendable>(_ body: (AckOutbox) -> R) -> R { state.withLock { body($0) } }
+
+    public var count: Int { state.withLock { $0.count } }
+
+    /// Writes and fsyncs of the file so far, and the seconds they took.
+    public var writeStats: (writes: Int, seconds: Double) { writer.withLock { ($0.writes, $0.writeSeconds) } }
+
+    private func run() {
+        var retryIn: Double? = nil
+        while true {
+            wake.wait(timeout: retryIn)
+            if writer.withLock({ $0.closed }) { return }
+            retryIn = persist() ? nil : 5
+        }
+    }
+
+    /// Writes the file if the outbox changed. False when the write failed (retried later).
+    @discardableResult
+    func persist() -> Bool {
+        guard let path else { return true }
+        return fileLock.withLock { _ -> Bool in
+            let (bytes, notDurable) = state.withLock { s -> ([UInt8]?, Int) in
+                guard s.dirty else { return (nil, s.notDurable) }
+                return (s.encodeForFile(), s.notDurable)
+            }
+            guard let bytes else { return true }
+            let t0 = Monotonic.now()
+            var failure: String?
+            do throws(SystemError) {
+                try FileIO.writeDurably(path, bytes)
+            } catch {
+                if error.code == ENOENT {
+                    // The data partition's directory is missing (first boot, hand-made setup).
+                    _ = mkdir(FileIO.directory(of: path), 0o755)
+                    do throws(SystemError) { try FileIO.writeDurably(path, bytes) } catch { failure = error.description }
+                } else {
+                    failure = error.description
+                }
+            }
+            let took = Monotonic.now() - t0
+            let (report, recovered, dropNote) = writer.withLock { w -> (String?, Bool, Int?) in
+                w.writes += 1
+                w.writeSeconds += took
+                let report = failure != nil && failure != w.lastError ? failure : nil
+                let recovered = failure == nil && w.lastError != nil
+                w.lastError = failure
+                let note = notDurable > 0 && w.lastNotDurable == 0 ? notDurable : nil
+                w.lastNotDurable = notDurable
+                return (report, recovered, note)
+            }
+            if let report {
+                log.error("cannot write the ack outbox; acks not yet delivered would not survive a restart (retrying every 5 s)",
+                          ["file": path, "error": report, "hint": "check that the data partition is mounted and writable, or set link.outbox in crier.conf"])
+            } else if recovered {
+                log.info("ack outbox written again", ["file": path])
+            }
+            if let dropNote {
+                log.warning("more acks undelivered than the outbox file keeps; the oldest are kept in memory only",
+                            ["file": path, "not_on_disk": dropNote])
+            }
+            if failure != nil {
+                // Written again on the next attempt.
+                state.withLock { $0.markDirty() }
+            }
+            return failure == nil
+        }
+    }
+
+    /// Stops the writer and writes what changed since its last write. Idempotent.
+    public func close() {
+        let t = writer.withLock { w -> PosixThread? in
+            w.closed = true
+            defer { w.thread = nil }
+            return w.thread
+        }
+        wake.wake()
+        t?.join()
+        persist()
+    }
+}

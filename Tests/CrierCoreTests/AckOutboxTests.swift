@@ -1,0 +1,192 @@
+import Testing
+@testable import CrierCore
+
+@Suite("Ack outbox: delivered means a later ping was answered; the file survives anything")
+struct AckOutboxTests {
+    func ids(_ acks: [Ack]) -> [String] { acks.map(\.id) }
+
+    @Test("written is not delivered: only the pong of a ping written after an ack removes it")
+    func pongConfirms() {
+        var o = AckOutbox()
+        o.add(.spoken("a"))
+        o.add(.spoken("b"))
+        o.connectionStarted()
+        #expect(ids(o.takeUnwritten()) == ["a", "b"])
+        #expect(o.needsProbe)
+        o.pinged(now: 1)
+        #expect(!o.needsProbe, "one probe at a time")
+        o.add(.spoken("c"))
+        #expect(ids(o.takeUnwritten()) == ["c"])
+        #expect(o.pong() == 2, "the pong answers the ping sent before c")
+        #expect(ids(o.entries.map(\.ack)) == ["c"])
+        #expect(o.needsProbe)
+        o.pinged(now: 2)
+        #expect(o.pong() == 1)
+        #expect(o.isEmpty)
+        #expect(o.pong() == 0, "an unsolicited pong confirms nothing")
+    }
+
+    @Test("a connection that ends before the pong: everything goes out again after the next welcome")
+    func resentAfterReconnect() {
+        var o = AckOutbox()
+        o.add(.spoken("a"))
+        o.connectionStarted()
+        _ = o.takeUnwritten()
+        o.pinged(now: 1)
+        o.connectionStarted()
+        #expect(o.pong() == 0, "a pong cannot answer a ping of the previous connection")
+        #expect(ids(o.takeUnwritten()) == ["a"])
+    }
+
+    @Test("a server that never answers pings: the time fallback confirms once it was heard from 2x heartbeat after the ping")
+    func timeFallback() {
+        var o = AckOutbox()
+        o.add(.spoken("a"))
+        o.connectionStarted()
+        _ = o.takeUnwritten()
+        o.pinged(now: 10)
+        #expect(o.tick(now: 39, lastReceived: 38, heartbeat: 15) == 0)
+        #expect(o.tick(now: 40, lastReceived: 9, heartbeat: 15) == 0, "not heard from since the ping: not delivered")
+        #expect(o.tick(now: 40, lastReceived: 39, heartbeat: 15) == 1)
+        // From now on a late pong must not confirm acks written after it.
+        o.add(.spoken("b"))
+        _ = o.takeUnwritten()
+        o.pinged(now: 41)
+        #expect(o.pong() == 0)
+        #expect(o.count == 1)
+    }
+
+    @Test("the same answer twice is one entry (and not resent); a new status replaces the old one")
+    func dedupe() {
+        var o = AckOutbox()
+        o.connectionStarted()
+        o.add(.spoken("a"))
+        _ = o.takeUnwritten()
+        o.add(.spoken("a"))
+        #expect(o.takeUnwritten().isEmpty)
+        o.add(Ack(id: "a", status: .cancelled))
+        #expect(o.takeUnwritten() == [Ack(id: "a", status: .cancelled)])
+        #expect(o.count == 1)
+    }
+
+    @Test("a redelivery that crossed the ack on the wire is not acked twice on that connection, but is on the next")
+    func crossedRedelivery() {
+        var o = AckOutbox()
+        o.add(.spoken("x"))
+        o.connectionStarted()
+        _ = o.takeUnwritten()
+        o.pinged(now: 1)
+        o.pong()
+        #expect(o.isEmpty)
+        o.add(Ack(id: "x", status: .spoken, message: "already spoken; not said again"))
+        #expect(o.isEmpty, "the server has it: no second ack line")
+        o.add(Ack(id: "x", status: .cancelled))
+        #expect(o.count == 1, "a different answer still goes out")
+        o.connectionStarted()
+        o.add(.spoken("y"))
+        _ = o.takeUnwritten()
+        o.pinged(now: 2)
+        o.pong()
+        o.connectionStarted()
+        o.add(.spoken("y"))
+        #expect(o.count == 1, "redelivered on a new connection: the server lost it, ack again")
+    }
+
+    @Test("takeNext hands out a backlog one by one, in order, each once per connection")
+    func takeNext() {
+        var o = AckOutbox()
+        for i in 0..<5 { o.add(.spoken("n\(i)")) }
+        o.connectionStarted()
+        var got: [String] = []
+        while let a = o.takeNext() { got.append(a.id) }
+        #expect(got == ["n0", "n1", "n2", "n3", "n4"])
+        #expect(!o.hasUnwritten)
+        o.add(.spoken("n5"))
+        #expect(o.hasUnwritten)
+        #expect(o.takeNext()?.id == "n5")
+    }
+
+    @Test("bounded: memory keeps `capacity` (oldest dropped), the file the newest `durableMax`")
+    func bounded() {
+        var o = AckOutbox(capacity: 2000, durableMax: 1000)
+        var dropped: [String] = []
+        for i in 0..<2500 { if let d = o.add(.spoken("b\(i)")) { dropped.append(d.id) } }
+        #expect(o.count == 2000)
+        #expect(dropped == (0..<500).map { "b\($0)" })
+        #expect(o.notDurable == 1000)
+        let file = AckOutbox.decodeFile(o.encodeForFile())
+        #expect(file.problems.isEmpty)
+        #expect(ids(file.acks) == (1500..<2500).map { "b\($0)" })
+    }
+
+    @Test("file round trip keeps every field, including awkward text")
+    func roundTrip() {
+        var o = AckOutbox()
+        let acks = [Ack.spoken("x-1"), Ack(id: "单号\"7\"\\n", status: .rejected, reason: "queue_full", message: "20 waiting\n(queue.max = 20)"),
+                    Ack(id: "e", status: .expired), Ack(id: "c", status: .cancelled)]
+        for a in acks { o.add(a) }
+        #expect(o.dirty)
+        let bytes = o.encodeForFile()
+        #expect(!o.dirty)
+        #expect(AckOutbox.decodeFile(bytes) == AckOutbox.Loaded(acks: acks, problems: []))
+        #expect(AckOutbox.decodeFile([]) == AckOutbox.Loaded())
+    }
+
+    /// rename makes a torn file impossible on a sane filesystem; a damaged card can still
+    /// produce any prefix, or any bytes: never a crash, never an ack that was not written.
+    @Test("every prefix of a file, and seeded garbage, decode without a crash to acks that were written")
+    func tornAndGarbage() {
+        var o = AckOutbox()
+        let written = (0..<20).map { Ack(id: "t\($0)", status: $0 % 3 == 0 ? .expired : .spoken) }
+        for a in written { o.add(a) }
+        let bytes = o.encodeForFile()
+        for cut in 0...bytes.count {
+            let got = AckOutbox.decodeFile(Array(bytes[..<cut]))
+            #expect(Array(written.prefix(got.acks.count)) == got.acks, "cut at \(cut)")
+            #expect(got.problems.count <= 1, "cut at \(cut): \(got.problems)")
+        }
+        var rng = SplitMix64(seed: 13)
+        for _ in 0..<300 {
+            var g = bytes
+            for _ in 0..<Int.random(in: 1...40, using: &rng) {
+                let i = Int.random(in: 0..<g.count, using: &rng)
+                g[i] = UInt8.random(in: 0...255, using: &rng)
+            }
+            let got = AckOutbox.decodeFile(g)
+            #expect(got.acks.count <= written.count)
+            #expect(got.acks.allSatisfy { a in a.id.hasPrefix("t") || !a.id.isEmpty })
+        }
+        let junk = (0..<100_000).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        let got = AckOutbox.decodeFile(junk)
+        #expect(got.problems.count <= 22)
+    }
+
+    @Test("the queue learns restored acks: a redelivery is acked again with the same status, never queued")
+    func queueRestore() {
+        var q = AlertQueue()
+        q.restore([.spoken("said-before"), Ack(id: "gone", status: .expired),
+                   Ack(id: "full", status: .rejected, reason: Ack.Reason.queueFull)])
+        #expect(q.add(Order(id: "full", kind: .newCustomer(number: 6)), now: 0) == .queued, "queue_full may be retried")
+        #expect(q.add(Order(id: "said-before", kind: .newCustomer(number: 7)), now: 0).ack?.status == .spoken)
+        #expect(q.add(Order(id: "gone", kind: .newCustomer(number: 8)), now: 0).ack?.status == .expired)
+        #expect(q.waitingCount == 1)
+        #expect(q.add(Order(id: "new", kind: .newCustomer(number: 9)), now: 0) == .queued)
+    }
+
+    @Test("outbox path: next to state.path unless link.outbox says otherwise; off is memory only")
+    func path() throws {
+        var c = CrierConfig()
+        #expect(c.ackOutboxPath == "/var/lib/crier/state.acks")
+        c.buttons.statePath = "/data/crier/state"
+        #expect(c.ackOutboxPath == "/data/crier/state.acks")
+        c.link.outbox = "/data/acks"
+        #expect(c.ackOutboxPath == "/data/acks")
+        c.link.outbox = ""
+        #expect(c.ackOutboxPath == nil)
+        let p = ConfigParser()
+        #expect(p.parse("link.outbox = off\n", file: "c").config.ackOutboxPath == nil)
+        #expect(p.parse("link.outbox = /data/x\n", file: "c").config.ackOutboxPath == "/data/x")
+        let bad = p.parse("link.outbox = acks\n", file: "c")
+        #expect(bad.diagnostics.contains { "\($0)".contains("absolute path") }, "\(bad.diagnostics)")
+    }
+}
