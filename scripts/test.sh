@@ -12,7 +12,8 @@ echo "== swift test (unit + adapter tests)"
 set +e
 # --no-parallel: several suites drive real threads against real time (audio pacing, FIFO
 # timing, sockets); run one at a time they are deterministic on a 2-core machine.
-swift test --no-parallel -Xswiftc -warnings-as-errors 2>&1 | grep -vE "^(Test Case '.*' (started|passed)|\[[0-9]+/[0-9]+\] )"
+# A hung test must fail the run, not hold CI until its limit: 30 min is ~15x a loaded run.
+timeout -k 30 1800 swift test --no-parallel -Xswiftc -warnings-as-errors 2>&1 | grep -vE "^(Test Case '.*' (started|passed)|\[[0-9]+/[0-9]+\] )"
 st=${PIPESTATUS[0]}
 set -e
 [ "$st" = 0 ] || { echo "swift test failed (exit $st)"; exit 1; }

@@ -446,7 +446,9 @@ def test_stalled_audio_thread_is_replaced_then_the_process_gives_up(box):
     the audio thread. The supervisor notices within the stall deadline, starts a fresh engine,
     and when stalls go on past the restart intensity the process exits non-zero for systemd."""
     alsa = box.tmp / "xdg" / "alsa" / "asoundrc"
-    alsa.write_text(alsa.read_text() + 'pcm.stuck { type file slave.pcm "null" file "|exec sleep 600" format "raw" }\n')
+    # A sleep only this test starts (its length names it), so the clean-up kills nothing else's.
+    stuck = "sleep 600.%d" % os.getpid()
+    alsa.write_text(alsa.read_text() + 'pcm.stuck { type file slave.pcm "null" file "|exec %s" format "raw" }\n' % stuck)
     box.write_conf("audio.device = stuck\nstatus.on_start = off\ninput = fifo:%s\nstate.path = %s\n"
                    "control.socket = %s\nsupervisor.max_restarts = 2\nsupervisor.restart_window = 120\n" % (
                        box.tmp / "b.fifo", box.tmp / "state", box.tmp / "c.sock"))
@@ -458,8 +460,7 @@ def test_stalled_audio_thread_is_replaced_then_the_process_gives_up(box):
         rc = crier.p.wait(timeout=90)
     finally:
         crier.stop(signal.SIGKILL)
-        subprocess.run(["pkill", "-f", "exec sleep 600"], capture_output=True)
-        subprocess.run(["pkill", "-x", "sleep"], capture_output=True)
+        subprocess.run(["pkill", "-f", "^" + stuck.replace(".", "[.]") + "$"], capture_output=True)
     took = time.monotonic() - t0
     err = "\n".join(crier.lines())
     print("\nstall → exit after %.1f s; restarts logged: %d" % (took, err.count("restarting component=audio")))
