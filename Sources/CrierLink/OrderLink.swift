@@ -33,6 +33,8 @@ public final class OrderLink: Sendable {
         public var ackStore: AckStore?
         /// Bytes waiting to be sent before the server counts as not reading (the link is reset).
         public var maxOutput = 4 << 20
+        /// How long a clean stop waits for the pong confirming the last acks (seconds).
+        public var stopDrain = 0.5
         /// Unix seconds for signature time checks (tests shift it).
         public var unixNow: @Sendable () -> Int64 = { Crypto.unixNow() }
         public init() {}
@@ -127,8 +129,9 @@ public final class OrderLink: Sendable {
 
     /// Queues an ack; it goes out at once when connected, else after the next welcome, and
     /// stays in the outbox (and its file) until the server has it. Any thread.
-    public func send(_ ack: Ack) {
-        let (dropped, count) = ackStore.with { o -> (Ack?, Int) in (o.add(ack), o.dropped) }
+    /// `reply`: the answer to a server's cancel, sent even if this connection delivered it before.
+    public func send(_ ack: Ack, reply: Bool = false) {
+        let (dropped, count) = ackStore.with { o -> (Ack?, Int) in (o.add(ack, reply: reply), o.dropped) }
         if let d = dropped, count == 1 || count % 1000 == 0 {
             log.warning("too many undelivered acks; dropped the oldest (the server redelivers its order)",
                         ["id": d.id, "status": d.status.rawValue, "dropped": count, "max": options.maxPendingAcks])
@@ -427,9 +430,46 @@ public final class OrderLink: Sendable {
         // They stay in the outbox: the server may not have read them.
         if welcomed {
             ackStore.with { o in for a in o.takeUnwritten() { conn.queue(.ack(a)) } }
-            _ = transport.flush(&conn.out)
+            awaitConfirmation(&conn, transport: transport, fd: fd)
         }
         return .lost("stopped")
+    }
+
+    /// A clean stop (SIGTERM, reload) waits briefly for the pong that proves the server read
+    /// the acks still unconfirmed: without it they are written again after the restart, and the
+    /// server sees a second ack line for an order it already has. Bounded by `stopDrain`, so a
+    /// server that does not answer pings delays the stop by at most that; what stays
+    /// unconfirmed stays in the outbox (and its file) and goes out after the next welcome.
+    private func awaitConfirmation(_ conn: inout Connection, transport: LinkTransport, fd: Int32) {
+        guard ackStore.peek({ !$0.isEmpty }) else {
+            _ = transport.flush(&conn.out)
+            return
+        }
+        conn.queue(.ping)
+        ackStore.with { $0.pinged(now: Monotonic.now()) }
+        let until = Monotonic.now() + options.stopDrain
+        while ackStore.peek({ !$0.isEmpty }) {
+            if transport.flush(&conn.out) != nil { return }
+            let left = until - Monotonic.now()
+            guard left > 0 else { return }
+            var fds = [pollfd(fd: fd, events: transport.pollEvents(hasOutput: !conn.out.isEmpty), revents: 0)]
+            let n = transport.hasBufferedInput ? 1 : poll(&fds, 1, Int32(left * 1000) + 1)
+            if n < 0 && errno != EINTR { return }
+            guard n > 0 else { continue }
+            let count: Int
+            switch transport.read(into: &conn.readBuf) {
+            case .wouldBlock: continue
+            case .eof, .failed: return
+            case .data(let c): count = c
+            }
+            for case .line(let line) in conn.framer.push(conn.readBuf[0..<count]) {
+                // Only the pong matters now; orders are not taken while stopping (the server
+                // redelivers them after the restart).
+                if case .success(.pong) = ProtocolCodec.decodeKeepingObject(line).message {
+                    ackStore.with { _ = $0.pong() }
+                }
+            }
+        }
     }
 
     /// Never spoken, always logged (the first 20 of a connection, then a count).

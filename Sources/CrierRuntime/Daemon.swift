@@ -184,7 +184,7 @@ public actor Daemon {
         case .cancel(let id):
             let c = queue.cancel(id: id, now: now)
             // A cancel of an order already final re-acks that outcome: logged as what it is.
-            report(c.ack, again: c.ack.status != .cancelled, ["cancel": true, "was_playing": c.wasPlaying, "stopped_repeats": c.stoppedRepeats])
+            report(c.ack, again: c.ack.status != .cancelled, reply: true, ["cancel": true, "was_playing": c.wasPlaying, "stopped_repeats": c.stoppedRepeats])
             if c.wasPlaying, let cur = current, cur.alert.orderIDs == [id] { engine.stop(id: cur.clip) }
         }
         poke()
@@ -275,8 +275,8 @@ public actor Daemon {
     /// Sends an ack and logs the order's outcome from that same ack, so the log and the server
     /// can never tell different stories (issue 13, item 16). `again`: a repeated ack (a
     /// redelivery or a cancel of an order already final).
-    func report(_ ack: Ack, again: Bool = false, _ extra: KeyValuePairs<String, any CustomStringConvertible> = [:]) {
-        link?.send(ack)
+    func report(_ ack: Ack, again: Bool = false, reply: Bool = false, _ extra: KeyValuePairs<String, any CustomStringConvertible> = [:]) {
+        link?.send(ack, reply: reply)
         var fields: [(String, String)] = [("id", ack.id)]
         if ack.status != .spoken || again { fields.append(("status", ack.status.rawValue)) }
         if let r = ack.reason { fields.append(("reason", r)) }

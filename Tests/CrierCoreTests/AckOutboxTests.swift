@@ -26,6 +26,24 @@ struct AckOutboxTests {
         #expect(o.pong() == 0, "an unsolicited pong confirms nothing")
     }
 
+    @Test("the answer to a server's cancel goes out again, whether the ack is still here or already delivered")
+    func cancelIsAlwaysAnswered() {
+        var o = AckOutbox()
+        o.connectionStarted()
+        o.add(.spoken("a"))
+        #expect(ids(o.takeUnwritten()) == ["a"])
+        o.add(.spoken("a"))
+        #expect(ids(o.takeUnwritten()) == [], "a plain re-add of the same answer is not resent")
+        o.add(.spoken("a"), reply: true)
+        #expect(ids(o.takeUnwritten()) == ["a"], "a cancel's answer is, while unconfirmed")
+        o.pinged(now: 1)
+        #expect(o.pong() == 1)
+        o.add(.spoken("a"))
+        #expect(ids(o.takeUnwritten()) == [], "delivered here: a redelivery that crossed it is not answered twice")
+        o.add(.spoken("a"), reply: true)
+        #expect(ids(o.takeUnwritten()) == ["a"], "a cancel's answer is, even once delivered")
+    }
+
     @Test("a connection that ends before the pong: everything goes out again after the next welcome")
     func resentAfterReconnect() {
         var o = AckOutbox()

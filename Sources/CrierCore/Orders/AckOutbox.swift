@@ -52,14 +52,16 @@ public struct AckOutbox: Sendable {
 
     /// Queues an ack. A second ack for the same id with another status replaces the first (the
     /// newest status is what the box means); with the same status it changes nothing. Returns the ack dropped to stay within `capacity`, if any.
+    /// `reply`: the answer to a server's cancel (docs/protocol.md, section 5), sent even when this
+    /// connection's server already has that ack: it asked, so it gets an answer.
     @discardableResult
-    public mutating func add(_ ack: Ack) -> Ack? {
-        if deliveredHere[ack.id] == ack.status { return nil }
+    public mutating func add(_ ack: Ack, reply: Bool = false) -> Ack? {
+        if !reply, deliveredHere[ack.id] == ack.status { return nil }
         if let old = seqOf[ack.id] {
             let i = index(after: old - 1)
             // The same answer again (a redelivery of an order whose ack is still here): one
             // ack line per connection is enough.
-            if entries[i].ack.status == ack.status { return nil }
+            if entries[i].ack.status == ack.status && !reply { return nil }
             entries.remove(at: i)
         }
         entries.append(Entry(ack: ack, seq: nextSeq))
