@@ -156,6 +156,7 @@ class Conn:
         self.quiet = False        # silence: reads but answers nothing
         self.deaf = False         # half-open: neither reads nor writes
         self.sent = set()
+        self.cancels_sent = set()
         self.wlock = threading.Lock()
 
     def send(self, msg):
@@ -171,6 +172,8 @@ class Conn:
         self.srv.log(self.n, "send", msg)
         if msg.get("type") == "order":
             self.sent.add(msg["id"])
+        elif msg.get("type") == "cancel":
+            self.cancels_sent.add(msg["id"])
 
     def sync(self):
         """Cancels first (so a late delivery is acked cancelled), then every unacked order this
@@ -181,7 +184,7 @@ class Conn:
             for oid in list(self.srv.orders):
                 if oid in self.srv.final or oid in self.sent:
                     continue
-                if oid in self.srv.cancelled:
+                if oid in self.srv.cancelled and oid not in self.cancels_sent:
                     self.send({"type": "cancel", "id": oid})
                 self.send(self.srv.orders[oid])
 
@@ -262,7 +265,13 @@ class Daemon:
         self.p = subprocess.Popen([CRIER, "run", "--config", run.conf], env=run.env, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, bufsize=1)
         self.lock = threading.Lock()
+        self.exit_t = None
         threading.Thread(target=self._pump, daemon=True).start()
+        threading.Thread(target=self._reap, daemon=True).start()
+
+    def _reap(self):
+        self.p.wait()
+        self.exit_t = time.time()
 
     def _pump(self):
         for line in self.p.stderr:
@@ -277,7 +286,11 @@ class Daemon:
             return any(needle in l for l in self.seg["log"])
 
     def finish(self, kind, rc):
-        self.seg["end"] = time.time()
+        for _ in range(100):  # the reaper thread notes the exit time
+            if self.exit_t is not None:
+                break
+            time.sleep(0.01)
+        self.seg["end"] = self.exit_t or time.time()
         self.seg["end_kind"] = kind
         self.seg["rc"] = rc
 
@@ -308,7 +321,10 @@ class Daemon:
         self.seg["sighup"].append(time.time())
         self.p.send_signal(signal.SIGHUP)
         time.sleep(1.0)
-        self.seg["alive_after_sighup"].append(self.alive())
+        alive = self.alive()
+        self.seg["alive_after_sighup"].append(alive)
+        if not alive:
+            self.seg["stop_requested"] = self.seg["sighup"][-1]
 
     def measure_idle(self, seconds, what):
         """CPU (fraction of one core) and RSS over `seconds`; nothing is asked of the daemon."""
@@ -586,12 +602,19 @@ class Run:
         """The sound card is gone when the daemon starts (restart with the device directory
         missing), and comes back a few seconds later."""
         d = self.rng.uniform(1.5, 5)
-        self.act("device_vanish", seconds=d)
+        stop_while_gone = self.rng.random() < 0.4
+        self.act("device_vanish", seconds=d, stop_while_gone=stop_while_gone)
         self.daemon.sigterm()
         self.start_daemon(device_ok=False)
         time.sleep(d)
-        os.makedirs(self.daemon.devdir, exist_ok=True)
-        self.act("device_back")
+        if stop_while_gone:
+            # issue 13 item 3: SIGTERM must stop a daemon whose device is missing, within 6 s
+            self.act("sigterm_while_device_gone")
+            self.daemon.sigterm()
+            self.start_daemon()
+        else:
+            os.makedirs(self.daemon.devdir, exist_ok=True)
+            self.act("device_back")
 
     def do_pause(self):
         time.sleep(self.rng.uniform(0.5, 3))

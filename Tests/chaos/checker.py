@@ -147,10 +147,11 @@ def check(rec):
         statuses = sorted({m.get("status") for _, m in fa})
         if len(statuses) > 1:
             fails.append(Failure("acked_exactly_once", oid, "acked with different final statuses %s" % statuses, ack_lines(oid)))
-        n_acks, n_sends = len(acks.get(oid, [])), len(sends.get(oid, []))
-        if n_acks > n_sends:
-            fails.append(Failure("acked_exactly_once", oid, "%d acks for %d deliveries (an ack repeated without a redelivery)" % (n_acks, n_sends),
-                                 ack_lines(oid)))
+        # Each delivery and each cancel is answered by one ack (protocol.md sections 4-6), never more.
+        n_acks, n_sends, n_cancels = len(acks.get(oid, [])), len(sends.get(oid, [])), len(cancels.get(oid, []))
+        if n_acks > n_sends + n_cancels:
+            fails.append(Failure("acked_exactly_once", oid, "%d acks for %d deliveries and %d cancels (one answered twice)" % (
+                n_acks, n_sends, n_cancels), ack_lines(oid)))
 
     # --- device side: what was said
     spoken_at = {}    # id -> [(t, segment index, line)]
@@ -201,8 +202,12 @@ def check(rec):
 
     # `spoken` only for what is in the capture: the last saying before each spoken line must have
     # speech energy in the capture over its length, up to (nearly) its end.
+    # (Only orders acked `spoken`: one logged spoken but acked otherwise is log_agrees_with_ack's.)
     total_expected = 0.0
     for oid, sp in spoken_at.items():
+        fa = final_acks(oid)
+        if not fa or fa[-1][1].get("status") != "spoken":
+            continue
         for t_sp, si, l_sp in sp:
             seg = segs[si]
             if seg.get("speech") is None:
@@ -253,7 +258,9 @@ def check(rec):
             fails.append(Failure("no_crash", None, "segment %d: the daemon exited by itself with status %s" % (i, seg.get("rc")), lines))
         for t, alive in zip(seg.get("sighup", []), seg.get("alive_after_sighup", [])):
             if not alive:
-                fails.append(Failure("survives_sighup", None, "segment %d: the daemon died on SIGHUP (status %s)" % (i, seg.get("rc")), lines))
+                rc = seg.get("rc")
+                how = "killed by signal %d" % -rc if isinstance(rc, int) and rc < 0 else "exit status %s" % rc
+                fails.append(Failure("survives_sighup", None, "segment %d: the daemon died on SIGHUP (%s)" % (i, how), lines))
         for idle in seg.get("idle", []):
             r0, r1 = idle["rss_kb"]
             if idle["cpu"] > IDLE_CPU or r1 > IDLE_RSS_KB or r1 - r0 > IDLE_RSS_GROWTH_KB:

@@ -247,3 +247,14 @@ def test_speech_intervals_find_words():
     x = [0.0] * 1000 + [0.5, -0.5] * 250 + [0.0] * 500
     iv = checker.speech_intervals(x, rate, 100.0, threshold=0.01)
     assert len(iv) == 1 and abs(iv[0][0] - 101.0) < 0.03 and abs(iv[0][1] - 101.5) < 0.03
+
+
+def test_a_cancel_and_a_late_delivery_get_one_ack_each():
+    r = healthy().cancel("E", T0 + 12).ack("E", T0 + 12.01, "cancelled").order("E", T0 + 12.5).ack("E", T0 + 12.51, "cancelled")
+    assert invariants(r.done()) == []
+
+
+def test_one_delivery_answered_twice_is_caught():
+    r = (healthy().cancel("E", T0 + 12).ack("E", T0 + 12.01, "cancelled").order("E", T0 + 12.5)
+         .ack("E", T0 + 12.51, "cancelled").ack("E", T0 + 12.52, "cancelled"))
+    assert invariants(r.done()) == ["acked_exactly_once"]
