@@ -42,6 +42,7 @@ class Server:
         self.orders = {}          # id -> order message (dict), in creation order
         self.final = {}           # id -> final status
         self.cancelled = set()    # ids the server has cancelled (cancel resent after welcome)
+        self.final_conn = {}      # id -> connection its first final ack came on
         self.conns = {}           # n -> Conn
         self.next_conn = 0
         self.port = None
@@ -146,6 +147,7 @@ class Server:
                 threading.Thread(target=again, daemon=True).start()
             elif st in checker.FINAL:
                 self.final.setdefault(oid, st)
+                self.final_conn.setdefault(oid, conn.n)
 
 
 class Conn:
@@ -500,7 +502,11 @@ class Run:
         self.order()
 
     def do_duplicate(self):
-        ids = list(self.srv.orders)
+        # Unacked orders, or acked on a connection still up (the same daemon process, which
+        # remembers the outcome). Re-sending an order acked to an earlier process is not a
+        # redelivery but a reused id, which protocol.md forbids (section 3, `id`).
+        live = {c.n for c in self.srv.live()}
+        ids = [i for i in self.srv.orders if i not in self.srv.final or self.srv.final_conn.get(i) in live]
         if ids:
             oid = self.rng.choice(ids)
             self.act("duplicate", id=oid)
@@ -514,7 +520,10 @@ class Run:
             self.srv.cancel(oid)
 
     def do_cancel_done(self):
-        ids = list(self.srv.final)
+        # Only ones acked to this daemon process: the outcome memory is not promised to survive
+        # a restart, and a server cancels what it believes is still pending.
+        live = {c.n for c in self.srv.live()}
+        ids = [i for i in self.srv.final if self.srv.final_conn.get(i) in live]
         if ids:
             oid = self.rng.choice(ids)
             self.act("cancel", id=oid)
