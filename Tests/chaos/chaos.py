@@ -92,6 +92,11 @@ class Server:
         with self.lock:
             self.up = False
             try:
+                # shutdown first: close() alone leaves a thread blocked in accept() accepting.
+                self.listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            try:
                 self.listener.close()
             except OSError:
                 pass
