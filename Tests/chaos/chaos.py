@@ -13,6 +13,7 @@ import array
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -288,6 +289,16 @@ class Daemon:
     def alive(self):
         return self.p.poll() is None
 
+    def wait_log(self, pattern, timeout):
+        rx = re.compile(pattern)
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and self.alive():
+            with self.lock:
+                if any(rx.search(l) for l in self.seg["log"]):
+                    return True
+            time.sleep(0.05)
+        return False
+
     def has(self, needle):
         with self.lock:
             return any(needle in l for l in self.seg["log"])
@@ -380,6 +391,7 @@ def read_capture(seg):
             s.frombytes(body)
             left = s[0::ch]
             seg["speech"] = checker.speech_intervals(left, rate, t0, threshold=int(0.01 * 32768))
+            seg["capture_start"] = t0
             seg["capture_end"] = t0 + len(left) / rate
             seg["capture_seconds"] = len(left) / rate
             return
@@ -393,10 +405,12 @@ EN_WORDS = ["please", "come", "to", "the", "counter", "your", "order", "is", "re
 
 
 def make_config(rng):
-    hb = rng.choice([1, 2, 3, 5])
+    hb = rng.choice([1, 2, 3, 5, 10])
     return {
         "heartbeat": hb,
-        "prompts": rng.random() < 0.5,
+        # on: every status prompt, link-down after 3 s; off: the shipped link-down prompt only
+        # (issue 13 item 1's setting); none: no prompt at all.
+        "prompts": rng.choice(["on", "off", "none"]),
         "coalesce_max": rng.choice([1, 3, 10]),
         "queue_max": rng.choice([6, 256]),
         "rate": rng.choice([260, 350, 450]),
@@ -427,7 +441,7 @@ class Run:
 
     def write_conf(self):
         c, t = self.cfg, self.tmp
-        p = "on" if c["prompts"] else "off"
+        p = "on" if c["prompts"] == "on" else "off"
         with open(self.conf, "w") as f:
             f.write("\n".join([
                 "server = tcp://127.0.0.1:%d" % self.srv.port,
@@ -435,8 +449,8 @@ class Run:
                 "link.heartbeat = %d" % c["heartbeat"],
                 "status.on_start = %s" % p,
                 "status.on_link_up = %s" % p,
-                "status.on_link_down = on",
-                "status.link_down_after = %d" % (3 if c["prompts"] else 30),
+                "status.on_link_down = %s" % ("off" if c["prompts"] == "none" else "on"),
+                "status.link_down_after = %d" % (3 if c["prompts"] == "on" else 30),
                 "status.link_down_repeat = 10",
                 "alert.coalesce_max = %d" % c["coalesce_max"],
                 "queue.max = %d" % c["queue_max"],
@@ -498,7 +512,7 @@ class Run:
             ("order", 34), ("duplicate", 6), ("cancel_waiting", 4), ("cancel_done", 2), ("cancel_future", 2),
             ("burst", 4), ("long_then_high", 3), ("silence", 2), ("half_open", 2), ("close", 3),
             ("server_restart", 2), ("sigterm", 3), ("sigkill", 3), ("sighup", 1), ("device_vanish", 2),
-            ("pause", 6),
+            ("ack_lost_restart", 2), ("sigterm_mid_long", 2), ("pause", 6),
         ]
         what = r.choices([c for c, _ in choices], [w for _, w in choices])[0]
         getattr(self, "do_" + what)()
@@ -554,10 +568,16 @@ class Run:
         time.sleep(self.rng.uniform(1.0, 3.0))
         self.order(priority=50)
 
+    def quiet_seconds(self):
+        """Longer than the device's 2 x heartbeat (it must notice) when that fits in a short
+        script; with a long heartbeat, 2-8 s (it may keep the link)."""
+        hb = self.cfg["heartbeat"]
+        return 2 * hb + self.rng.uniform(0.5, 2) if hb <= 5 else self.rng.uniform(2, 8)
+
     def do_silence(self):
         """The server stops answering (pings included) for longer than the device's 2 × heartbeat:
         the device must notice and reconnect; redelivery follows."""
-        d = 2 * self.cfg["heartbeat"] + self.rng.uniform(0.5, 2)
+        d = self.quiet_seconds()
         self.act("silence", seconds=d)
         conns = self.srv.live()
         for c in conns:
@@ -571,7 +591,7 @@ class Run:
 
     def do_half_open(self):
         """Neither reads nor writes (a pulled cable), then closes."""
-        d = 2 * self.cfg["heartbeat"] + self.rng.uniform(0.5, 2)
+        d = self.quiet_seconds()
         self.act("half_open", seconds=d)
         conns = self.srv.live()
         for c in conns:
@@ -630,6 +650,33 @@ class Run:
             os.makedirs(self.daemon.devdir, exist_ok=True)
             self.act("device_back")
 
+    def do_ack_lost_restart(self):
+        """An order said while the server is away (its ack held), then a clean restart of the
+        daemon, then the server back: the redelivery must not be said again (issue 13 item 8)."""
+        oid = self.order(kind="new_customer", priority=100)
+        self.act("ack_lost_restart", id=oid)
+        if not self.daemon.wait_log(r"saying ids=(\S+,)?%s[, ]" % re.escape(oid), 15):
+            return
+        self.srv.stop()
+        self.daemon.wait_log(r"spoken id=%s " % re.escape(oid), 15)
+        self.daemon.sigterm()
+        self.start_daemon()
+        time.sleep(self.rng.uniform(0.2, 1.5))
+        self.srv.listen()
+
+    def do_sigterm_mid_long(self):
+        """SIGTERM about 1 s into a long announcement (issue 13 item 5): what was cut off must not
+        be acked spoken."""
+        if self.rng.random() < 0.5:
+            oid = self.order(kind="text", priority=100, long=True)
+        else:
+            ids = [self.order(kind="new_customer", priority=100) for _ in range(self.rng.randint(4, 9))]
+            oid = ids[0]
+        self.act("sigterm_mid_long", id=oid)
+        if self.daemon.wait_log(r"saying ids=(\S+,)?%s[, ]" % re.escape(oid), 15):
+            time.sleep(self.rng.uniform(0.5, 1.5))
+        self.do_sigterm()
+
     def do_pause(self):
         time.sleep(self.rng.uniform(0.5, 3))
 
@@ -676,7 +723,7 @@ class Run:
                 self.daemon.finish("exit", self.daemon.p.returncode)
                 self.start_daemon()
             time.sleep(0.25)
-        time.sleep(1.5 + 2 * self.cfg["heartbeat"])  # late acks, prompts, a ping or two
+        time.sleep(1.5 + min(2 * self.cfg["heartbeat"], 6))  # late acks, prompts, a ping or two
         self.daemon.measure_idle(4, "after the run, link up, nothing queued")
         self.act("final_sigterm")
         self.daemon.sigterm()
@@ -691,7 +738,7 @@ def run_one(seed, duration, keep, out):
     run = Run(seed, duration, keep)
     c = run.cfg
     print("== seed %d: heartbeat=%ds prompts=%s coalesce_max=%d queue.max=%d rate=%d start_unreachable=%s" % (
-        seed, c["heartbeat"], "on" if c["prompts"] else "off", c["coalesce_max"], c["queue_max"], c["rate"],
+        seed, c["heartbeat"], c["prompts"], c["coalesce_max"], c["queue_max"], c["rate"],
         c["start_unreachable"]), flush=True)
     try:
         fails = run.main()

@@ -9,7 +9,8 @@ A record is a dict:
             events: "welcome", "device_closed" (EOF the server did not cause), "server_closed",
             "silence_start"/"silence_end" (the server stops answering, a half-open link)
   segments: [{"index": i, "log": [log lines], "speech": [[t0, t1], ...] (loud intervals of the
-             capture in wall time, None when the segment had no capture), "capture_end": t|None,
+             capture in wall time, None when the segment had no capture), "capture_start": t|None,
+             "capture_end": t|None,
              "start": t, "end": t, "end_kind": "sigterm"|"sigkill"|"exit", "kill_t": t|None,
              "stop_seconds": float|None, "rc": int|None, "sighup": [t...], "alive_after_sighup": [bool...],
              "idle": [{"t": t, "seconds": s, "cpu": fraction of one core, "rss_kb": [first, last]}]}]
@@ -217,6 +218,8 @@ def check(rec):
                 fails.append(Failure("spoken_is_in_capture", oid, "`spoken` logged with no `saying` line before it", [l_sp]))
                 continue
             t0, secs, _, l_say = max(cands, key=lambda s: s[0])
+            # Said while the device was missing: the clip waits and plays once it opens.
+            t0 = max(t0, seg.get("capture_start") or t0)
             total_expected += secs
             a, b = t0 - SLACK_BEFORE_S, t0 + secs + SLACK_AFTER_S
             cap_end = seg.get("capture_end")

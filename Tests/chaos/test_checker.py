@@ -258,3 +258,12 @@ def test_one_delivery_answered_twice_is_caught():
     r = (healthy().cancel("E", T0 + 12).ack("E", T0 + 12.01, "cancelled").order("E", T0 + 12.5)
          .ack("E", T0 + 12.51, "cancelled").ack("E", T0 + 12.52, "cancelled"))
     assert invariants(r.done()) == ["acked_exactly_once"]
+
+
+def test_an_alert_said_while_the_device_was_missing_counts_from_when_it_opened():
+    r = Rec().order("A", T0 + 1).say(["A"], T0 + 1.2, 2.0, heard=False).ack("A", T0 + 8.3)
+    r.seg["capture_start"] = T0 + 6
+    r.seg["speech"] = [[T0 + 6.3, T0 + 6.9], [T0 + 7.0, T0 + 7.8]]
+    assert invariants(r.done()) == []
+    r.seg["speech"] = []
+    assert invariants(r.done()) == ["spoken_is_in_capture"]
