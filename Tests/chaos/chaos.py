@@ -734,6 +734,17 @@ class Run:
         return checker.check(self.rec)
 
 
+def _step_name(a):
+    w = a["what"]
+    if w == "order":
+        return "order(p%d)" % a.get("priority", 0)
+    if w == "burst":
+        return "burst(%d)" % a["n"]
+    if "seconds" in a:
+        return "%s(%.1fs)" % (w, a["seconds"])
+    return w
+
+
 def run_one(seed, duration, keep, out):
     run = Run(seed, duration, keep)
     c = run.cfg
@@ -745,6 +756,7 @@ def run_one(seed, duration, keep, out):
     except Exception as e:  # the harness itself: report, do not hide
         if run.daemon and run.daemon.alive():
             run.daemon.p.kill()
+        run.srv.stop()
         fails = [checker.Failure("harness", None, "%s: %s" % (type(e).__name__, e))]
     acts = {}
     for a in run.rec["actions"]:
@@ -756,6 +768,7 @@ def run_one(seed, duration, keep, out):
         len(run.rec["orders"]), ", ".join("%s %d" % kv for kv in sorted(finals.items())) or "none acked",
         len(run.rec["segments"]), run.rec.get("wall_seconds", 0),
         " ".join("%s=%d" % kv for kv in sorted(acts.items()))), flush=True)
+    print("   script: " + " ".join(_step_name(a) for a in run.rec["actions"]), flush=True)
     path = os.path.join(out, "chaos-%d.json" % seed)
     with open(path, "w") as f:
         json.dump(run.rec, f, ensure_ascii=False, indent=None, default=str)
