@@ -512,7 +512,7 @@ class Run:
             ("order", 34), ("duplicate", 6), ("cancel_waiting", 4), ("cancel_done", 2), ("cancel_future", 2),
             ("burst", 4), ("long_then_high", 3), ("silence", 2), ("half_open", 2), ("close", 3),
             ("server_restart", 2), ("sigterm", 3), ("sigkill", 3), ("sighup", 1), ("device_vanish", 2),
-            ("ack_lost_restart", 2), ("sigterm_mid_long", 2), ("pause", 6),
+            ("ack_lost_restart", 2), ("sigterm_mid_long", 2), ("odd_order", 3), ("pause", 6),
         ]
         what = r.choices([c for c, _ in choices], [w for _, w in choices])[0]
         getattr(self, "do_" + what)()
@@ -676,6 +676,20 @@ class Run:
         if self.daemon.wait_log(r"saying ids=(\S+,)?%s[, ]" % re.escape(oid), 15):
             time.sleep(self.rng.uniform(0.5, 1.5))
         self.do_sigterm()
+
+    def do_odd_order(self):
+        """An order that breaks a rule (acked rejected invalid_order, never said) or whose text
+        has nothing to say (zero-width, bidi, emoji: issue 13 item 12)."""
+        m = {"type": "order", "id": self.new_id()}
+        r = self.rng.random()
+        if r < 0.4:
+            m.update(kind="new_customer", number=1000000)
+        elif r < 0.6:
+            m.update(kind="payment", amount="-1")
+        else:
+            m.update(kind="text", text=self.rng.choice(["\u200b\u200d\u2060", "\u202e\u202c", "\U0001F600\U0001F389", "\ufeff \u200b"]))
+        self.act("odd_order", id=m["id"])
+        self.srv.add(m)
 
     def do_pause(self):
         time.sleep(self.rng.uniform(0.5, 3))

@@ -225,7 +225,12 @@ def check(rec):
             cap_end = seg.get("capture_end")
             loud = loud_between(seg["speech"], a, b)
             last = last_loud_before(seg["speech"], a, b)
-            if secs >= 0.3 and loud < SPEECH_COVER * secs:
+            if secs < 0.05 or loud < 0.1:
+                # issue 13 item 12: nothing to say is a rejection, not `spoken`
+                fails.append(Failure("spoken_is_in_capture", oid,
+                                     "acked spoken after %.1f s of audio (%.2f s loud in the capture)" % (secs, loud),
+                                     [l_say, l_sp] + ack_lines(oid)))
+            elif secs >= 0.3 and loud < SPEECH_COVER * secs:
                 fails.append(Failure("spoken_is_in_capture", oid,
                                      "acked/logged spoken, but the capture has %.2f s of speech in the %.1f s it was said (capture ends %s)" % (
                                          loud, secs, "%.1f s after saying" % (cap_end - t0) if cap_end else "?"),

@@ -267,3 +267,9 @@ def test_an_alert_said_while_the_device_was_missing_counts_from_when_it_opened()
     assert invariants(r.done()) == []
     r.seg["speech"] = []
     assert invariants(r.done()) == ["spoken_is_in_capture"]
+
+
+def test_spoken_after_no_audio_is_caught():
+    # issue 13 item 12: a text of zero-width characters acked spoken after 0 s
+    r = healthy().order("E", T0 + 12).say(["E"], T0 + 12.2, 0.0).ack("E", T0 + 12.3)
+    assert invariants(r.done()) == ["spoken_is_in_capture"]
