@@ -273,3 +273,13 @@ def test_spoken_after_no_audio_is_caught():
     # issue 13 item 12: a text of zero-width characters acked spoken after 0 s
     r = healthy().order("E", T0 + 12).say(["E"], T0 + 12.2, 0.0).ack("E", T0 + 12.3)
     assert invariants(r.done()) == ["spoken_is_in_capture"]
+
+
+def test_killed_by_sigterm_is_a_failure_once_the_daemon_is_ready():
+    r = healthy().done()
+    r["segments"][0]["rc"] = -15
+    r["segments"][0]["log"].append(L(T0 + 0.2, "INFO", "runtime", "ready", version="0.1.0"))
+    assert invariants(r) == ["stop_within_6s"]
+    r["segments"][0]["log"] = []  # before it had started: the default action of SIGTERM is fine
+    r["segments"][0]["speech"] = None
+    assert "stop_within_6s" not in invariants(r)
