@@ -5,7 +5,8 @@
 #   scripts/chaos.sh                  CI: seeds from the clock for ~3.5 minutes
 #   scripts/chaos.sh --minutes 30     longer
 #   scripts/chaos.sh --seed 1234      replay the seed a failure printed (repeatable)
-# Other options: --scenario-seconds S, --keep, --out DIR (see Tests/chaos/chaos.py --help).
+# Other options: --scenario-seconds S, --keep, --out DIR, --check RECORD.json (re-check a
+# record without running anything); see Tests/chaos/chaos.py --help.
 # The last line is "N passed, N failed"; exit status 1 when a seed failed.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"

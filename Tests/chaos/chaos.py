@@ -810,7 +810,20 @@ def main():
     ap.add_argument("--scenario-seconds", type=float, default=30, help="chaos phase of one seed, before its quiet period")
     ap.add_argument("--keep", action="store_true", help="keep every run's files, not only failed ones")
     ap.add_argument("--out", default=None, help="directory for the JSON records (default: a temp dir)")
+    ap.add_argument("--check", metavar="RECORD", action="append",
+                    help="re-check a JSON record written by an earlier run (no daemon is started)")
     a = ap.parse_args()
+    if a.check:
+        bad = 0
+        for path in a.check:
+            with open(path) as f:
+                fails = checker.check(json.load(f))
+            bad += bool(fails)
+            for x in fails:
+                print(x.render())
+            print("-- %s: %s" % (path, "FAIL [%s]" % ", ".join(sorted({x.invariant for x in fails})) if fails else "ok"))
+        print("%d passed, %d failed" % (len(a.check) - bad, bad))
+        sys.exit(1 if bad else 0)
     if not os.access(CRIER, os.X_OK):
         sys.exit("no crier binary at %s (swift build, or set CRIER_BIN)" % CRIER)
     out = a.out or tempfile.mkdtemp(prefix="crier-chaos-records-")
