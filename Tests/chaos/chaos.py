@@ -422,6 +422,9 @@ class Run:
     def __init__(self, seed, duration, keep):
         self.seed, self.duration, self.keep = seed, duration, keep
         self.rng = random.Random(seed)
+        # Picks among ids (a list whose length depends on timing) draw from their own stream, so
+        # the script itself (which actions, when, with which parameters) is the seed's alone.
+        self.pick = random.Random(seed * 7919 + 1)
         self.cfg = make_config(self.rng)
         self.tmp = tempfile.mkdtemp(prefix="crier-chaos-%d-" % seed)
         os.makedirs(os.path.join(self.tmp, "xdg", "alsa"))
@@ -527,14 +530,14 @@ class Run:
         live = {c.n for c in self.srv.live()}
         ids = [i for i in self.srv.orders if i not in self.srv.final or self.srv.final_conn.get(i) in live]
         if ids:
-            oid = self.rng.choice(ids)
+            oid = self.pick.choice(ids)
             self.act("duplicate", id=oid)
             self.srv.duplicate(oid)
 
     def do_cancel_waiting(self):
         ids = self.srv.unacked()
         if ids:
-            oid = self.rng.choice(ids)
+            oid = self.pick.choice(ids)
             self.act("cancel", id=oid)
             self.srv.cancel(oid)
 
@@ -544,7 +547,7 @@ class Run:
         live = {c.n for c in self.srv.live()}
         ids = [i for i in self.srv.final if self.srv.final_conn.get(i) in live]
         if ids:
-            oid = self.rng.choice(ids)
+            oid = self.pick.choice(ids)
             self.act("cancel", id=oid)
             self.srv.cancel(oid)
 
@@ -654,6 +657,7 @@ class Run:
         """An order said while the server is away (its ack held), then a clean restart of the
         daemon, then the server back: the redelivery must not be said again (issue 13 item 8)."""
         oid = self.order(kind="new_customer", priority=100)
+        back_after = self.rng.uniform(0.2, 1.5)  # drawn first: the script must not depend on timing
         self.act("ack_lost_restart", id=oid)
         if not self.daemon.wait_log(r"saying ids=(\S+,)?%s[, ]" % re.escape(oid), 15):
             return
@@ -661,7 +665,7 @@ class Run:
         self.daemon.wait_log(r"spoken id=%s " % re.escape(oid), 15)
         self.daemon.sigterm()
         self.start_daemon()
-        time.sleep(self.rng.uniform(0.2, 1.5))
+        time.sleep(back_after)
         self.srv.listen()
 
     def do_sigterm_mid_long(self):
@@ -672,9 +676,10 @@ class Run:
         else:
             ids = [self.order(kind="new_customer", priority=100) for _ in range(self.rng.randint(4, 9))]
             oid = ids[0]
+        into = self.rng.uniform(0.5, 1.5)
         self.act("sigterm_mid_long", id=oid)
         if self.daemon.wait_log(r"saying ids=(\S+,)?%s[, ]" % re.escape(oid), 15):
-            time.sleep(self.rng.uniform(0.5, 1.5))
+            time.sleep(into)
         self.do_sigterm()
 
     def do_odd_order(self):
