@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds a flashable Crier disk image (MBR: FAT32 boot + read-only ext4 root + small ext4 data)
-# from Debian 12 packages.
+# from Debian 13 "trixie" packages (or Debian 12 "bookworm" with --suite bookworm).
 #
-#   scripts/build-image.sh --arch amd64|arm64 [--deb FILE] [--out FILE] [--mirror URL] [--no-xz]
+#   scripts/build-image.sh --arch amd64|arm64 [--suite trixie|bookworm] [--deb FILE] [--out FILE]
+#                          [--mirror URL] [--no-xz]
 #                          [--reuse-root]   (development: keep the root tree of the last build
 #                                            if its mmdebstrap run succeeded; skips step 2)
 #
@@ -20,11 +21,12 @@ set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
 ARCH="" DEB="" OUT="" MIRROR="http://deb.debian.org/debian" XZ=1 REUSE=0
-SUITE=bookworm
+SUITE=trixie
 usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 while (($#)); do
   case "$1" in
     --arch) ARCH="$2"; shift 2 ;;
+    --suite) SUITE="$2"; shift 2 ;;
     --deb) DEB="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --mirror) MIRROR="$2"; shift 2 ;;
@@ -35,6 +37,7 @@ while (($#)); do
   esac
 done
 case "$ARCH" in amd64|arm64) ;; *) echo "build-image: --arch amd64|arm64 is required" >&2; usage ;; esac
+case "$SUITE" in trixie|bookworm) ;; *) echo "build-image: --suite trixie|bookworm, not '$SUITE'" >&2; usage ;; esac
 [ "$(id -u)" = 0 ] || { echo "build-image: must run as root (mmdebstrap --mode=root, chroot)" >&2; exit 1; }
 if [ -n "$DEB" ]; then
   [ -f "$DEB" ] || { echo "build-image: --deb $DEB: no such file" >&2; exit 1; }
@@ -42,6 +45,13 @@ if [ -n "$DEB" ]; then
   deb_arch="$(dpkg-deb -f "$DEB" Architecture)"
   [ "$deb_arch" = "$ARCH" ] || [ "$deb_arch" = all ] || {
     echo "build-image: $DEB is for $deb_arch, not $ARCH" >&2; exit 1; }
+  # A crier built against libgpiod 1.6 (the v1 backend: Raspberry Pi OS / Debian 12) depends on
+  # libgpiod2, which trixie does not have; apt would fail deep inside mmdebstrap.
+  if [ "$SUITE" = trixie ] && dpkg-deb -f "$DEB" Depends | grep -qw libgpiod2; then
+    echo "build-image: $DEB depends on libgpiod2 (a bookworm build, libgpiod v1); trixie has only libgpiod3." >&2
+    echo "  Use a crier .deb built for trixie (scripts/build-deb.sh in the trixie root), or --suite bookworm." >&2
+    exit 1
+  fi
 fi
 OUT="${OUT:-$ROOT/out/crier-$ARCH.img}"
 mkdir -p "$(dirname "$OUT")"
@@ -67,6 +77,7 @@ step "host packages"
 HOST_PKGS=(mmdebstrap dosfstools mtools e2fsprogs fdisk xz-utils)
 [ "$ARCH" = arm64 ] && [ "$(dpkg --print-architecture)" != arm64 ] &&
   HOST_PKGS+=(qemu-user-static binfmt-support arch-test)
+[ "$ARCH" = arm64 ] && HOST_PKGS+=(device-tree-compiler python3)   # the Pi audio overlays (customize-raspi.sh)
 missing=()
 for p in "${HOST_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -95,7 +106,7 @@ else
   rm -rf "$WORK"; mkdir -p "$WORK"
   : > "$LOG"
   pkglist() { sed -e 's/#.*//' "$@" | tr -s ' \t\n' '\n' | sed '/^$/d' | paste -sd, -; }
-  PKGS="$(pkglist "$ROOT/image/packages/common.list" "$ROOT/image/packages/$ARCH.list")"
+  PKGS="$(pkglist "$ROOT/image/packages/common.list" "$ROOT/image/packages/$SUITE.list" "$ROOT/image/packages/$ARCH.list")"
   COMPONENTS=main
   [ "$ARCH" = arm64 ] && COMPONENTS="main non-free-firmware"
   export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || date +%s)}"
@@ -122,7 +133,9 @@ else
   # file visible inside the chroot under the same path and removes it afterwards.
   # Per-arch dpkg path-excludes (image/packages/<arch>.path-exclude), e.g. unused kernel modules.
   if [ -f "$ROOT/image/packages/$ARCH.path-exclude" ]; then
-    while read -r pat; do args+=(--dpkgopt="path-exclude=$pat"); done < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$ROOT/image/packages/$ARCH.path-exclude")
+    while read -r pat; do
+      case "$pat" in +*) args+=(--dpkgopt="path-include=${pat#+}") ;; *) args+=(--dpkgopt="path-exclude=$pat") ;; esac
+    done < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$ROOT/image/packages/$ARCH.path-exclude")
   fi
   [ -n "$DEB" ] && args+=(--include="$DEB" --hook-dir=/usr/share/mmdebstrap/hooks/file-mirror-automount)
   [ "$ARCH" = arm64 ] && args+=(--customize-hook='"$CRIER_IMAGE_DIR/hooks/customize-raspi.sh" "$1"')
@@ -163,6 +176,13 @@ step "manifest"
   chroot "$R" dpkg-query -W -f='${Package}\t${Version}\t${Architecture}\n' | sort
 } > "$base.manifest"
 echo "  $(grep -vc '^#' "$base.manifest") packages"
+
+if [ "$ARCH" = arm64 ]; then
+  # The overlays (compiled by customize-raspi.sh) on the Pi 3 / 4 / Zero 2 W dtbs of the image's
+  # own kernel, every compatible string against its modules.alias; the jack's vchiq node too.
+  step "Pi audio: overlays x dtbs x modules.alias (image/test-overlays.py)"
+  python3 "$ROOT/image/test-overlays.py" "$R" | grep -v '^  ok ' || fail "the Pi audio overlays do not fit this kernel"
+fi
 
 # ---- 4. boot files ---------------------------------------------------------------------------
 step "boot partition content"
