@@ -6,6 +6,8 @@
 #                          [--mirror URL] [--no-xz]
 #                          [--reuse-root]   (development: keep the root tree of the last build
 #                                            if its mmdebstrap run succeeded; skips step 2)
+#                          [--cache DIR]    (CI: reuse a finished image from DIR when nothing
+#                                            that goes into it changed; see "cache key" below)
 #
 # The recipe is image/ (package lists, mmdebstrap hooks, overlay files); this script only runs
 # it and assembles the disk without loop mounts: mmdebstrap into a directory, mkfs.vfat + mcopy
@@ -20,7 +22,7 @@
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
-ARCH="" DEB="" OUT="" MIRROR="http://deb.debian.org/debian" XZ=1 REUSE=0
+ARCH="" DEB="" OUT="" MIRROR="http://deb.debian.org/debian" XZ=1 REUSE=0 CACHE=""
 SUITE=trixie
 usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 while (($#)); do
@@ -32,6 +34,7 @@ while (($#)); do
     --mirror) MIRROR="$2"; shift 2 ;;
     --no-xz) XZ=0; shift ;;
     --reuse-root) REUSE=1; shift ;;
+    --cache) CACHE="$2"; shift 2 ;;
     -h|--help) usage 0 ;;
     *) echo "build-image: unknown argument $1" >&2; usage ;;
   esac
@@ -60,6 +63,34 @@ base="${OUT%.img}"
 WORK="$base.work"
 LOG="$base.build.log"
 
+# ---- cache key: everything that goes into the image -----------------------------------------
+# The recipe (package lists, path-excludes, hooks, overlay files, Pi config and overlays, this
+# script, check-image.sh, test-overlays.py), the arguments (arch, suite, mirror, the .deb's
+# sha256) and the package versions the mirror serves: the SHA256 of each Packages index this
+# build reads, taken from the suite's InRelease (they change only when a package does; the
+# InRelease's own date changes every few hours and is not part of the key).
+cache_key() {
+  {
+    echo "arch=$ARCH suite=$SUITE mirror=$MIRROR xz=$XZ"
+    [ -n "$DEB" ] && echo "deb=$(sha256sum "$DEB" | cut -d' ' -f1)"
+    (cd "$ROOT" && find image -type f | LC_ALL=C sort | xargs sha256sum && sha256sum scripts/build-image.sh)
+    local comps=main; [ "$ARCH" = arm64 ] && comps="main non-free-firmware"
+    for s in "$MIRROR/dists/$SUITE" "$MIRROR/dists/$SUITE-updates" "${MIRROR%/debian}/debian-security/dists/$SUITE-security"; do
+      python3 - "$s/InRelease" "$ARCH" $comps <<'PY' || return 1
+import sys, urllib.request
+url, arch, comps = sys.argv[1], sys.argv[2], sys.argv[3:]
+text = urllib.request.urlopen(url, timeout=60).read().decode()
+sha = text.split("\nSHA256:\n", 1)[1]
+want = {f"{c}/binary-{a}/Packages.xz" for c in comps for a in (arch, "all")}
+for line in sha.splitlines():
+    parts = line.split()
+    if len(parts) == 3 and parts[2] in want:
+        print(url, parts[2], parts[0])
+PY
+    done
+  } | sha256sum | cut -c1-16
+}
+
 # ---- progress: one line per step, with the step's and the total elapsed time ----------------
 T0=$(date +%s.%N) TS=$T0 STEP=""
 elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
@@ -71,6 +102,19 @@ step() {
 }
 fail() { echo "build-image: FAILED in step '$STEP': $*" >&2; exit 1; }
 trap 'rc=$?; [ $rc = 0 ] || echo "build-image: failed (exit $rc) in step \"$STEP\"; log: $LOG" >&2' EXIT
+
+if [ -n "$CACHE" ]; then
+  KEY="$(cache_key)" || { echo "build-image: cannot read the mirror's InRelease files for the cache key" >&2; exit 1; }
+  CDIR="$CACHE/$ARCH-$SUITE-$KEY"
+  if [ -f "$CDIR/complete" ]; then
+    step "cached image $CDIR (inputs unchanged)"
+    for f in "$CDIR"/crier-*; do cp --sparse=always "$f" "$(dirname "$OUT")/$(basename "$f" | sed "s#^crier-$ARCH#$(basename "$base")#")"; done
+    step ""
+    echo "build-image: $OUT (from the cache, key $KEY; $(elapsed "$T0")s)"
+    exit 0
+  fi
+  echo "build-image: cache key $KEY: not in $CACHE, building"
+fi
 
 # ---- 1. host tools -------------------------------------------------------------------------
 step "host packages"
@@ -285,6 +329,15 @@ fi
 
 step "clean up"
 rm -rf "$WORK"
+if [ -n "$CACHE" ]; then
+  step "store in the cache $CDIR"
+  # Older entries for this arch and suite are dropped: the cache holds the last good image.
+  rm -rf "$CACHE/$ARCH-$SUITE-"*; mkdir -p "$CDIR"
+  for f in "$OUT" "$OUT.xz" "$OUT.xz.sha256" "$base.manifest" "$base.vmlinuz" "$base.initrd" "$base.cmdline"; do
+    [ -f "$f" ] && cp --sparse=always "$f" "$CDIR/crier-$ARCH${f#"$base"}"
+  done
+  touch "$CDIR/complete"
+fi
 step ""
 raw=$(stat -c %s "$OUT"); alloc=$(du -B1 "$OUT" | cut -f1)
 echo "build-image: $OUT"
