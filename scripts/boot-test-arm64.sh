@@ -246,7 +246,7 @@ wait_for() {
   while (( $(date +%s) < deadline )); do
     if { tr -d '\r' < "$SERIAL" | grep -qE "$1"; } 2>/dev/null; then elapsed "$TBOOT"; return 0; fi
     kill -0 "$QEMU_PID" 2>/dev/null || return 1
-    sleep 1
+    sleep 1 || true
   done
   return 1
 }
@@ -292,7 +292,7 @@ if ((HAVE_CRIER)); then
   t=$(wait_for 'status=spoken' 300) || fail "the in-guest order was not spoken and acked (no status=spoken)"
   T_SPOKEN=$t
   say "order spoken+acked after ${t}s: $(line 'status=spoken' | cut -c1-120)"
-  sleep 3
+  sleep 3 || true
 else
   [ -n "$(line 'crier-pi-probe: tone: played')" ] || fail "the probe could not play on the USB card: $(line 'crier-pi-probe: tone')"
   say "crier checks (ready line, lines requested by crier, order spoken, speech in the capture) skipped: image has no crier (build with --deb)"

@@ -198,7 +198,8 @@ else
       grep -E '^(I: (running|installing|downloading|extracting|cleaning|success)|customize-|E:)' | sed 's/^/  /' || true
     shown=$n
   }
-  while kill -0 $mm 2>/dev/null; do show_progress; sleep 2; done
+  # (|| true: a sleep killed from outside must not end the build under set -e; mmdebstrap goes on)
+  while kill -0 $mm 2>/dev/null; do show_progress; sleep 2 || true; done
   wait $mm || { show_progress; tail -n 40 "$LOG" >&2; fail "mmdebstrap failed"; }
   show_progress
 fi
