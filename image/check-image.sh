@@ -55,8 +55,9 @@ if [ "$ARCH" = arm64 ]; then
     check "config.txt: $l" grep -qx "$l" <<<"$config"
   done
   k="$(sed -n 's/^kernel=//p' <<<"$config")"; i="$(sed -n 's/^initramfs \([^ ]*\).*/\1/p' <<<"$config")"
-  check "config.txt: kernel=$k is on the partition" has "${k:-none}"
-  check "config.txt: initramfs $i is on the partition" has "${i:-none}"
+  # -F: trixie kernel names carry a "+" ("6.12.118+deb13"), a metacharacter in has's ERE
+  check "config.txt: kernel=$k is on the partition" grep -qxF "${k:-none}" <<<"$BOOTLS"
+  check "config.txt: initramfs $i is on the partition" grep -qxF "${i:-none}" <<<"$BOOTLS"
   check "cmdline.txt: console=serial0,115200" grep -qw 'console=serial0,115200' <<<"$cmdline"
   # Pi audio (image/raspi/config.txt, image/raspi/overlays): every dtoverlay= line names an
   # overlay on the partition, and the two I2S overlays are there.
