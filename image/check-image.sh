@@ -55,9 +55,20 @@ if [ "$ARCH" = arm64 ]; then
     check "config.txt: $l" grep -qx "$l" <<<"$config"
   done
   k="$(sed -n 's/^kernel=//p' <<<"$config")"; i="$(sed -n 's/^initramfs \([^ ]*\).*/\1/p' <<<"$config")"
-  check "config.txt: kernel=$k is on the partition" has "${k:-none}"
-  check "config.txt: initramfs $i is on the partition" has "${i:-none}"
+  # -F: trixie kernel names carry a "+" ("6.12.118+deb13"), a metacharacter in has's ERE
+  check "config.txt: kernel=$k is on the partition" grep -qxF "${k:-none}" <<<"$BOOTLS"
+  check "config.txt: initramfs $i is on the partition" grep -qxF "${i:-none}" <<<"$BOOTLS"
   check "cmdline.txt: console=serial0,115200" grep -qw 'console=serial0,115200' <<<"$cmdline"
+  # Pi audio (image/raspi/config.txt, image/raspi/overlays): every dtoverlay= line names an
+  # overlay on the partition, and the two I2S overlays are there.
+  OVLS="$(mdir -b -i "$FAT" ::/overlays 2>/dev/null | sed 's#^::/overlays/##')"
+  for o in crier-max98357a crier-pcm5102a; do
+    check "boot: overlays/$o.dtbo" grep -qx "$o.dtbo" <<<"$OVLS"
+  done
+  while read -r o; do
+    check "config.txt: dtoverlay=$o has overlays/$o.dtbo" grep -qx "$o.dtbo" <<<"$OVLS"
+  done < <(sed -n 's/^dtoverlay=\([^,]*\).*/\1/p' <<<"$config")
+  check "config.txt: one I2S overlay switched on" test "$(grep -cE '^dtoverlay=crier-(max98357a|pcm5102a)' <<<"$config")" = 1
   check "cmdline.txt: root=LABEL=crier-root" grep -qw 'root=LABEL=crier-root' <<<"$cmdline"
   check "cmdline.txt: one line" test "$(printf '%s\n' "$cmdline" | wc -l)" = 1
   # raspi-firmware writes "rw" after root=; /etc/default/raspi-extra-cmdline appends "ro", and

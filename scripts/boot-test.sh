@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Boots the amd64 Crier image in QEMU (TCG, no KVM) and proves it works end to end:
 #
-#   scripts/boot-test.sh [IMAGE]        (default out/crier-amd64.img, or its .img.xz)
+#   scripts/boot-test.sh [--arch amd64] [IMAGE]   (default out/crier-amd64.img, or its .img.xz)
+#   scripts/boot-test.sh --arch arm64 [IMAGE]     the Pi image as a raspi3b: boot-test-arm64.sh
 #
 #  1. copies the image (sparse, 256 MiB bigger: a card larger than the image) and prepares the
 #     copy for the test only:
@@ -32,6 +33,14 @@
 # Env: BOOT_TIMEOUT (s, default 180), CRIER_HOST_BIN (the host's crier for order-sim; default
 # .build/release/crier or .build/debug/crier), QEMU_SMP (default 2), QEMU_MEM (MiB, default 512).
 set -euo pipefail
+# --arch arm64: the Raspberry Pi image on QEMU's raspi3b (scripts/boot-test-arm64.sh).
+if [ "${1:-}" = --arch ]; then
+  case "${2:-}" in
+    arm64) shift 2; exec bash "$(dirname "$0")/boot-test-arm64.sh" "$@" ;;
+    amd64) shift 2 ;;
+    *) echo "boot-test: --arch amd64|arm64, not '${2:-}'" >&2; exit 2 ;;
+  esac
+fi
 source "$(dirname "$0")/env.sh"
 
 IMG="${1:-$ROOT/out/crier-amd64.img}"

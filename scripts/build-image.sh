@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Builds a flashable Crier disk image (MBR: FAT32 boot + read-only ext4 root + small ext4 data)
-# from Debian 12 packages.
+# from Debian 13 "trixie" packages (or Debian 12 "bookworm" with --suite bookworm).
 #
-#   scripts/build-image.sh --arch amd64|arm64 [--deb FILE] [--out FILE] [--mirror URL] [--no-xz]
+#   scripts/build-image.sh --arch amd64|arm64 [--suite trixie|bookworm] [--deb FILE] [--out FILE]
+#                          [--mirror URL] [--no-xz]
 #                          [--reuse-root]   (development: keep the root tree of the last build
 #                                            if its mmdebstrap run succeeded; skips step 2)
+#                          [--cache DIR]    (CI: reuse a finished image from DIR when nothing
+#                                            that goes into it changed; see "cache key" below)
 #
 # The recipe is image/ (package lists, mmdebstrap hooks, overlay files); this script only runs
 # it and assembles the disk without loop mounts: mmdebstrap into a directory, mkfs.vfat + mcopy
@@ -19,22 +22,25 @@
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
-ARCH="" DEB="" OUT="" MIRROR="http://deb.debian.org/debian" XZ=1 REUSE=0
-SUITE=bookworm
+ARCH="" DEB="" OUT="" MIRROR="http://deb.debian.org/debian" XZ=1 REUSE=0 CACHE=""
+SUITE=trixie
 usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 while (($#)); do
   case "$1" in
     --arch) ARCH="$2"; shift 2 ;;
+    --suite) SUITE="$2"; shift 2 ;;
     --deb) DEB="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --mirror) MIRROR="$2"; shift 2 ;;
     --no-xz) XZ=0; shift ;;
     --reuse-root) REUSE=1; shift ;;
+    --cache) CACHE="$2"; shift 2 ;;
     -h|--help) usage 0 ;;
     *) echo "build-image: unknown argument $1" >&2; usage ;;
   esac
 done
 case "$ARCH" in amd64|arm64) ;; *) echo "build-image: --arch amd64|arm64 is required" >&2; usage ;; esac
+case "$SUITE" in trixie|bookworm) ;; *) echo "build-image: --suite trixie|bookworm, not '$SUITE'" >&2; usage ;; esac
 [ "$(id -u)" = 0 ] || { echo "build-image: must run as root (mmdebstrap --mode=root, chroot)" >&2; exit 1; }
 if [ -n "$DEB" ]; then
   [ -f "$DEB" ] || { echo "build-image: --deb $DEB: no such file" >&2; exit 1; }
@@ -42,6 +48,13 @@ if [ -n "$DEB" ]; then
   deb_arch="$(dpkg-deb -f "$DEB" Architecture)"
   [ "$deb_arch" = "$ARCH" ] || [ "$deb_arch" = all ] || {
     echo "build-image: $DEB is for $deb_arch, not $ARCH" >&2; exit 1; }
+  # A crier built against libgpiod 1.6 (the v1 backend: Raspberry Pi OS / Debian 12) depends on
+  # libgpiod2, which trixie does not have; apt would fail deep inside mmdebstrap.
+  if [ "$SUITE" = trixie ] && dpkg-deb -f "$DEB" Depends | grep -qw libgpiod2; then
+    echo "build-image: $DEB depends on libgpiod2 (a bookworm build, libgpiod v1); trixie has only libgpiod3." >&2
+    echo "  Use a crier .deb built for trixie (scripts/build-deb.sh in the trixie root), or --suite bookworm." >&2
+    exit 1
+  fi
 fi
 OUT="${OUT:-$ROOT/out/crier-$ARCH.img}"
 mkdir -p "$(dirname "$OUT")"
@@ -49,6 +62,34 @@ OUT="$(realpath -m "$OUT")"
 base="${OUT%.img}"
 WORK="$base.work"
 LOG="$base.build.log"
+
+# ---- cache key: everything that goes into the image -----------------------------------------
+# The recipe (package lists, path-excludes, hooks, overlay files, Pi config and overlays, this
+# script, check-image.sh, test-overlays.py), the arguments (arch, suite, mirror, the .deb's
+# sha256) and the package versions the mirror serves: the SHA256 of each Packages index this
+# build reads, taken from the suite's InRelease (they change only when a package does; the
+# InRelease's own date changes every few hours and is not part of the key).
+cache_key() {
+  {
+    echo "arch=$ARCH suite=$SUITE mirror=$MIRROR xz=$XZ"
+    [ -n "$DEB" ] && echo "deb=$(sha256sum "$DEB" | cut -d' ' -f1)"
+    (cd "$ROOT" && find image -type f | LC_ALL=C sort | xargs sha256sum && sha256sum scripts/build-image.sh)
+    local comps=main; [ "$ARCH" = arm64 ] && comps="main non-free-firmware"
+    for s in "$MIRROR/dists/$SUITE" "$MIRROR/dists/$SUITE-updates" "${MIRROR%/debian}/debian-security/dists/$SUITE-security"; do
+      python3 - "$s/InRelease" "$ARCH" $comps <<'PY' || return 1
+import sys, urllib.request
+url, arch, comps = sys.argv[1], sys.argv[2], sys.argv[3:]
+text = urllib.request.urlopen(url, timeout=60).read().decode()
+sha = text.split("\nSHA256:\n", 1)[1]
+want = {f"{c}/binary-{a}/Packages.xz" for c in comps for a in (arch, "all")}
+for line in sha.splitlines():
+    parts = line.split()
+    if len(parts) == 3 and parts[2] in want:
+        print(url, parts[2], parts[0])
+PY
+    done
+  } | sha256sum | cut -c1-16
+}
 
 # ---- progress: one line per step, with the step's and the total elapsed time ----------------
 T0=$(date +%s.%N) TS=$T0 STEP=""
@@ -62,11 +103,25 @@ step() {
 fail() { echo "build-image: FAILED in step '$STEP': $*" >&2; exit 1; }
 trap 'rc=$?; [ $rc = 0 ] || echo "build-image: failed (exit $rc) in step \"$STEP\"; log: $LOG" >&2' EXIT
 
+if [ -n "$CACHE" ]; then
+  KEY="$(cache_key)" || { echo "build-image: cannot read the mirror's InRelease files for the cache key" >&2; exit 1; }
+  CDIR="$CACHE/$ARCH-$SUITE-$KEY"
+  if [ -f "$CDIR/complete" ]; then
+    step "cached image $CDIR (inputs unchanged)"
+    for f in "$CDIR"/crier-*; do cp --sparse=always "$f" "$(dirname "$OUT")/$(basename "$f" | sed "s#^crier-$ARCH#$(basename "$base")#")"; done
+    step ""
+    echo "build-image: $OUT (from the cache, key $KEY; $(elapsed "$T0")s)"
+    exit 0
+  fi
+  echo "build-image: cache key $KEY: not in $CACHE, building"
+fi
+
 # ---- 1. host tools -------------------------------------------------------------------------
 step "host packages"
 HOST_PKGS=(mmdebstrap dosfstools mtools e2fsprogs fdisk xz-utils)
 [ "$ARCH" = arm64 ] && [ "$(dpkg --print-architecture)" != arm64 ] &&
   HOST_PKGS+=(qemu-user-static binfmt-support arch-test)
+[ "$ARCH" = arm64 ] && HOST_PKGS+=(device-tree-compiler python3)   # the Pi audio overlays (customize-raspi.sh)
 missing=()
 for p in "${HOST_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -95,7 +150,7 @@ else
   rm -rf "$WORK"; mkdir -p "$WORK"
   : > "$LOG"
   pkglist() { sed -e 's/#.*//' "$@" | tr -s ' \t\n' '\n' | sed '/^$/d' | paste -sd, -; }
-  PKGS="$(pkglist "$ROOT/image/packages/common.list" "$ROOT/image/packages/$ARCH.list")"
+  PKGS="$(pkglist "$ROOT/image/packages/common.list" "$ROOT/image/packages/$SUITE.list" "$ROOT/image/packages/$ARCH.list")"
   COMPONENTS=main
   [ "$ARCH" = arm64 ] && COMPONENTS="main non-free-firmware"
   export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || date +%s)}"
@@ -122,7 +177,9 @@ else
   # file visible inside the chroot under the same path and removes it afterwards.
   # Per-arch dpkg path-excludes (image/packages/<arch>.path-exclude), e.g. unused kernel modules.
   if [ -f "$ROOT/image/packages/$ARCH.path-exclude" ]; then
-    while read -r pat; do args+=(--dpkgopt="path-exclude=$pat"); done < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$ROOT/image/packages/$ARCH.path-exclude")
+    while read -r pat; do
+      case "$pat" in +*) args+=(--dpkgopt="path-include=${pat#+}") ;; *) args+=(--dpkgopt="path-exclude=$pat") ;; esac
+    done < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$ROOT/image/packages/$ARCH.path-exclude")
   fi
   [ -n "$DEB" ] && args+=(--include="$DEB" --hook-dir=/usr/share/mmdebstrap/hooks/file-mirror-automount)
   [ "$ARCH" = arm64 ] && args+=(--customize-hook='"$CRIER_IMAGE_DIR/hooks/customize-raspi.sh" "$1"')
@@ -141,7 +198,8 @@ else
       grep -E '^(I: (running|installing|downloading|extracting|cleaning|success)|customize-|E:)' | sed 's/^/  /' || true
     shown=$n
   }
-  while kill -0 $mm 2>/dev/null; do show_progress; sleep 2; done
+  # (|| true: a sleep killed from outside must not end the build under set -e; mmdebstrap goes on)
+  while kill -0 $mm 2>/dev/null; do show_progress; sleep 2 || true; done
   wait $mm || { show_progress; tail -n 40 "$LOG" >&2; fail "mmdebstrap failed"; }
   show_progress
 fi
@@ -163,6 +221,13 @@ step "manifest"
   chroot "$R" dpkg-query -W -f='${Package}\t${Version}\t${Architecture}\n' | sort
 } > "$base.manifest"
 echo "  $(grep -vc '^#' "$base.manifest") packages"
+
+if [ "$ARCH" = arm64 ]; then
+  # The overlays (compiled by customize-raspi.sh) on the Pi 3 / 4 / Zero 2 W dtbs of the image's
+  # own kernel, every compatible string against its modules.alias; the jack's vchiq node too.
+  step "Pi audio: overlays x dtbs x modules.alias (image/test-overlays.py)"
+  python3 "$ROOT/image/test-overlays.py" "$R" | grep -v '^  ok ' || fail "the Pi audio overlays do not fit this kernel"
+fi
 
 # ---- 4. boot files ---------------------------------------------------------------------------
 step "boot partition content"
@@ -265,6 +330,15 @@ fi
 
 step "clean up"
 rm -rf "$WORK"
+if [ -n "$CACHE" ]; then
+  step "store in the cache $CDIR"
+  # Older entries for this arch and suite are dropped: the cache holds the last good image.
+  rm -rf "$CACHE/$ARCH-$SUITE-"*; mkdir -p "$CDIR"
+  for f in "$OUT" "$OUT.xz" "$OUT.xz.sha256" "$base.manifest" "$base.vmlinuz" "$base.initrd" "$base.cmdline"; do
+    [ -f "$f" ] && cp --sparse=always "$f" "$CDIR/crier-$ARCH${f#"$base"}"
+  done
+  touch "$CDIR/complete"
+fi
 step ""
 raw=$(stat -c %s "$OUT"); alloc=$(du -B1 "$OUT" | cut -f1)
 echo "build-image: $OUT"

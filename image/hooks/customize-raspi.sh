@@ -19,15 +19,23 @@ CONSOLES="tty0 serial0,115200 ttyS1,115200"
 CONF
 
 # Extra config.txt lines (appended after Debian's arm_64bit/enable_uart/upstream_kernel/kernel/
-# initramfs lines): the repository's board/raspberrypi/config.txt, else the crier package's copy
-# of it, else image/raspi/config.txt. Lines that would fight Debian's generated ones (kernel=,
-# initramfs, arm_64bit) are dropped.
-for custom in "$CRIER_REPO_DIR/board/raspberrypi/config.txt" "$root/usr/share/crier/config.txt" \
-              "$CRIER_IMAGE_DIR/raspi/config.txt"; do
-  [ -f "$custom" ] && break
-done
+# initramfs lines): image/raspi/config.txt, written for Debian's upstream kernel and dtbs (the
+# repository's board/raspberrypi/config.txt is for Raspberry Pi OS and names its overlays).
+# Lines that would fight Debian's generated ones (kernel=, initramfs, arm_64bit) are dropped.
+custom="$CRIER_IMAGE_DIR/raspi/config.txt"
 echo "customize-raspi: config.txt extras from $custom"
 grep -v -E '^[[:space:]]*(kernel|initramfs|arm_64bit)[[:space:]=]' "$custom" > "$root/etc/default/raspi-firmware-custom" || true
+
+# Pi audio overlays for Debian's kernel (MAX98357A amp, PCM5102A DAC), compiled here with the
+# build host's dtc (-@: they reference the upstream dtbs' __symbols__, e.g. &i2s, &gpio). The
+# firmware applies a dtoverlay= line from /boot/firmware/overlays/NAME.dtbo; raspi-firmware's
+# own upgrades copy its overlays into the same directory and leave these alone.
+mkdir -p "$root/boot/firmware/overlays"
+for dts in "$CRIER_IMAGE_DIR"/raspi/overlays/*.dts; do
+  name="$(basename "$dts" .dts)"
+  dtc -@ -q -I dts -O dtb -o "$root/boot/firmware/overlays/$name.dtbo" "$dts"
+  echo "customize-raspi: overlay $name.dtbo ($(stat -c %s "$root/boot/firmware/overlays/$name.dtbo") bytes)"
+done
 
 # Extra kernel parameters, appended at the end of cmdline.txt. ro: the root is mounted read-only
 # (docs/image.md, "Read-only root"). raspi-firmware writes a fixed "rw" after root=; the kernel,
