@@ -563,14 +563,14 @@ struct Reader {
         return i + 1
     }
 
-    /// zh: an all-capital run of 2-5 Latin letters (VIP, OK, AB12) is said letter by letter: a
+    /// zh: an all-capital run of 1-5 Latin letters (A12, VIP, OK, AB12) is said letter by letter: a
     /// Chinese speaker spells it, and espeak's Mandarin voice reads single letters without
     /// switching to English. Other Latin words stay as written (espeak reads them in English).
     mutating func upperRun(_ i: Int) -> Int {
         var j = i
         while isLetter(j) { j += 1 }
         let word = String(c[i..<j])
-        if (2...5).contains(word.count), word.allSatisfy(\.isUppercase) {
+        if (1...5).contains(word.count), word.allSatisfy(\.isUppercase) {
             out += Self.spacedLetters(word, lang: .zh)
         } else {
             out += word
@@ -597,9 +597,21 @@ struct Reader {
         return NumberWords.digitByDigit(d, lang: .en)
     }
 
+    /// zh: each letter by its Mandarin name in hanzi (A 诶, B 比 … Z 贼德), as a Chinese speaker
+    /// spells an order code. Not the Latin letter itself: espeak-ng 1.52's Mandarin voice (Debian
+    /// 13, what the images ship) switches to English for a lone Latin letter, where 1.51 did not;
+    /// hanzi are read as Mandarin by both (the phoneme tests check it on both).
     static func spacedLetters(_ s: String, lang: Lang) -> String {
-        s.map { String($0).uppercased() }.joined(separator: " ")
+        guard lang == .zh else { return s.map { String($0).uppercased() }.joined(separator: " ") }
+        return s.map { ch -> String in
+            let u = String(ch).uppercased()
+            guard let v = u.unicodeScalars.first?.value, u.count == 1, (65...90).contains(v) else { return u }
+            return zhLetterNames[Int(v - 65)]
+        }.joined()
     }
+
+    static let zhLetterNames = ["诶", "比", "西", "迪", "伊", "艾弗", "吉", "艾尺", "艾", "杰", "开", "艾勒", "艾姆",
+                                "恩", "欧", "批", "丘", "阿尔", "艾斯", "提", "优", "维", "达布留", "艾克斯", "歪", "贼德"]
 
     static func fraction(_ a: UInt64, _ b: UInt64, lang: Lang) -> String {
         if lang == .zh { return NumberWords.zh(b) + "分之" + NumberWords.zh(a) }

@@ -74,7 +74,7 @@ public enum SpokenTextSamples {
         case 12:
             let n = UInt64.random(in: 0...999, using: &r)
             let t = "A" + (n < 100 ? "0" : "") + (n < 10 ? "0" : "") + "\(n)"
-            return Piece(text: t, zhMust: ["A"], enMust: ["A "])
+            return Piece(text: t, zhMust: ["诶"], enMust: ["A "])
         default:
             let n = UInt64.random(in: 1...999, using: &r)
             return Piece(text: fullWidth("\(n)") + "号", zhMust: [zhInt(n) + "号"], enMust: [enInt(n)])
