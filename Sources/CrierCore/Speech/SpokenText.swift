@@ -570,7 +570,8 @@ struct Reader {
         var j = i
         while isLetter(j) { j += 1 }
         let word = String(c[i..<j])
-        if (1...5).contains(word.count), word.allSatisfy(\.isUppercase) {
+        // A lone letter before a digit (v2.0, a12) is a code too, whatever its case.
+        if (1...5).contains(word.count), word.allSatisfy(\.isUppercase) || (word.count == 1 && isDigit(j)) {
             out += Self.spacedLetters(word, lang: .zh)
         } else {
             out += word

@@ -44,7 +44,7 @@ extension SpokenText {
         .init(rule: "amount", input: "0.05", zh: "零点零五", en: "zero point zero five"),
         .init(rule: "amount", input: "收款100.50元", zh: "收款一百点五元", en: nil),
         .init(rule: "version", input: "1.2.3", zh: "一点二点三", en: "one point two point three"),
-        .init(rule: "version", input: "v2.0", zh: "v二点零", en: "v two point zero"),
+        .init(rule: "version", input: "v2.0", zh: "维二点零", en: "v two point zero"),
         .init(rule: "currency", input: "¥88", zh: "八十八元", en: "eighty-eight yuan"),
         .init(rule: "currency", input: "￥88.50元", zh: "八十八点五元", en: nil),
         .init(rule: "currency", input: "$3.50", zh: "三点五美元", en: "three dollars fifty"),
