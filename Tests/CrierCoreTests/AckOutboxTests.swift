@@ -44,6 +44,24 @@ struct AckOutboxTests {
         #expect(ids(o.takeUnwritten()) == ["a"], "a cancel's answer is, even once delivered")
     }
 
+    @Test("every rejection is sent: a server resending a queue_full order gets an answer each time")
+    func everyRejectionIsAnswered() {
+        var o = AckOutbox()
+        o.connectionStarted()
+        let full = Ack(id: "a", status: .rejected, reason: Ack.Reason.queueFull, message: "6 alerts already waiting")
+        o.add(full)
+        #expect(ids(o.takeUnwritten()) == ["a"])
+        #expect(o.isEmpty, "a written rejection is not kept: no outcome to remember, and floods stay small")
+        #expect(!o.needsProbe)
+        o.add(full)
+        #expect(o.takeNext()?.id == "a", "the second delivery's rejection")
+        #expect(o.isEmpty)
+        o.add(.spoken("b"))
+        o.add(full)
+        #expect(ids(o.takeUnwritten()) == ["b", "a"], "in order with the others")
+        #expect(ids(o.entries.map(\.ack)) == ["b"], "only the outcome stays until its pong")
+    }
+
     @Test("a connection that ends before the pong: everything goes out again after the next welcome")
     func resentAfterReconnect() {
         var o = AckOutbox()

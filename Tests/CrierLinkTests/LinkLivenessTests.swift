@@ -149,7 +149,8 @@ struct LinkLivenessTests {
         #expect(eventually { events.connects == 1 })
         let filler = String(repeating: "x", count: 400)
         let ids = (1...2000).map { "N-\($0)" }
-        for id in ids { link.send(Ack(id: id, status: .rejected, reason: "queue_full", message: filler)) }
+        // Outcomes (a rejection is not kept once written: the server's next delivery is answered).
+        for id in ids { link.send(Ack(id: id, status: .expired, message: filler)) }
         // Not reading: the link thread keeps going round its loop (no blocking write) and the
         // connection is given up (buffer over maxOutput, or nothing heard for 2x heartbeat).
         #expect(eventually(3) { events.disconnects.count == 1 }, "\(logs.lines.suffix(3))")

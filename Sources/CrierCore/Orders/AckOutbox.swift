@@ -56,6 +56,13 @@ public struct AckOutbox: Sendable {
     /// connection's server already has that ack: it asked, so it gets an answer.
     @discardableResult
     public mutating func add(_ ack: Ack, reply: Bool = false) -> Ack? {
+        // A rejection answers one delivery (`queue_full` invites the server to send the order
+        // again, and that delivery needs its own answer): never folded into an earlier one, or
+        // a server that resends on each rejection waits for ever (found by the chaos run).
+        // A written rejection leaves the outbox at once (takeNext, takeUnwritten): it is no
+        // outcome to keep (a lost one is answered again at the next delivery), and a flood of
+        // them must fill neither memory nor the file.
+        let reply = reply || ack.status == .rejected
         if !reply, deliveredHere[ack.id] == ack.status { return nil }
         if let old = seqOf[ack.id] {
             let i = index(after: old - 1)
@@ -95,8 +102,14 @@ public struct AckOutbox: Sendable {
 
     /// The acks not yet written on this connection, oldest first; they count as written.
     public mutating func takeUnwritten() -> [Ack] {
-        let out = entries[index(after: written)...].map(\.ack)
+        let start = index(after: written)
+        let out = entries[start...].map(\.ack)
         if let last = entries.last { written = max(written, last.seq) }
+        if out.contains(where: { $0.status == .rejected }) {
+            for e in entries[start...] where e.ack.status == .rejected { seqOf[e.ack.id] = nil }
+            entries.replaceSubrange(start..., with: entries[start...].filter { $0.ack.status != .rejected })
+            dirty = true
+        }
         return out
     }
 
@@ -110,7 +123,13 @@ public struct AckOutbox: Sendable {
         let i = index(after: written)
         guard i < entries.count else { return nil }
         written = entries[i].seq
-        return entries[i].ack
+        let ack = entries[i].ack
+        if ack.status == .rejected {
+            seqOf[ack.id] = nil
+            entries.remove(at: i)
+            dirty = true
+        }
+        return ack
     }
 
     /// Something was written and no ping covers it yet: send one to learn it arrived.
