@@ -37,25 +37,33 @@ public struct CommandContext: Sendable {
     /// The daemon's start-up: the configuration `crier check-config` prints for the same file
     /// (`ConfigLoader.effective`), every problem logged with its line, and the digest of what
     /// runs (check-config prints the same digest).
+    /// Nothing is logged yet: the daemon first adds the sinks crier.conf names (the serial
+    /// console, the last-error record), then calls `reportConfig`, so an integrator watching the
+    /// serial port sees the config's problems too.
     public static func forRun(configPath: String?) -> CommandContext {
         let path = configPath ?? CrierConfig.defaultPath
-        let ctx = start(ConfigLoader.effective(path: path, required: configPath != nil), logLevel: nil)
-        if ctx.loaded.fileFound || !ctx.loaded.diagnostics.isEmpty {
-            ctx.hub.logger("config").info("loaded", ["file": path, "errors": ctx.loaded.errors.count,
-                                                     "warnings": ctx.loaded.warnings.count, "digest": ctx.loaded.digest])
-        }
-        return ctx
+        return start(ConfigLoader.effective(path: path, required: configPath != nil), logLevel: nil, report: false)
     }
 
-    private static func start(_ loaded: ConfigLoader.Loaded, logLevel: LogLevel?) -> CommandContext {
-        let hub = LogHub(clock: WallClock.now)
-        hub.add(StderrSink())
-        hub.setMinimum(logLevel ?? loaded.config.log.level)
+    /// Logs every problem of the configuration with its line and, for a daemon, what runs.
+    public func reportConfig(daemon: Bool = true) {
         let log = hub.logger("config")
         for d in loaded.diagnostics {
             if d.severity == .error { log.error(d.description) } else { log.warning(d.description) }
         }
-        return CommandContext(hub: hub, loaded: loaded)
+        if daemon, loaded.fileFound || !loaded.diagnostics.isEmpty {
+            log.info("loaded", ["file": loaded.path, "errors": loaded.errors.count,
+                                "warnings": loaded.warnings.count, "digest": loaded.digest])
+        }
+    }
+
+    private static func start(_ loaded: ConfigLoader.Loaded, logLevel: LogLevel?, report: Bool = true) -> CommandContext {
+        let hub = LogHub(clock: WallClock.now)
+        hub.add(StderrSink())
+        hub.setMinimum(logLevel ?? loaded.config.log.level)
+        let ctx = CommandContext(hub: hub, loaded: loaded)
+        if report { ctx.reportConfig(daemon: false) }
+        return ctx
     }
 }
 

@@ -33,9 +33,6 @@ public enum RunCommand {
         if reloadedAt != nil { config.status.onStart = false }
         let hub = ctx.hub
         let log = hub.logger("runtime")
-        if !ctx.loaded.fileFound && ctx.loaded.diagnostics.isEmpty {
-            log.warning("no config file at \(ctx.loaded.path); using defaults (see `crier config --example`)")
-        }
         hub.limitRepeats()
         let lastError = LastErrorSink()
         hub.add(lastError)
@@ -48,6 +45,11 @@ public enum RunCommand {
             } catch {
                 log.error("serial log on \(config.log.serial) unavailable: \(error); check log.serial in crier.conf")
             }
+        }
+        // Now that every sink is there (serial console, last error), what the config said.
+        ctx.reportConfig()
+        if !ctx.loaded.fileFound && ctx.loaded.diagnostics.isEmpty {
+            log.warning("no config file at \(ctx.loaded.path); using defaults (see `crier config --example`)")
         }
         let signals: SignalWatcher
         switch watcher {
