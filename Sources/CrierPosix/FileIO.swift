@@ -57,14 +57,26 @@ public enum FileIO {
             guard writeAll(fd, bytes) else { throw SystemError("write", path: path) }
             return
         }
+        try replace(path, bytes, mode: 0o644, sync: false)
+    }
+
+    /// PATH.tmp written (and fsynced when `sync`), then renamed over PATH; the temporary file
+    /// is removed on any failure. The one copy of this for `write` and `writeDurably`.
+    static func replace(_ path: String, _ bytes: [UInt8], mode: mode_t, sync: Bool) throws(SystemError) {
         let tmp = path + ".tmp"
-        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)
         guard fd >= 0 else { throw SystemError("open", path: tmp) }
         guard writeAll(fd, bytes) else {
             let e = errno
             close(fd)
             unlink(tmp)
             throw SystemError("write", path: tmp, code: e)
+        }
+        if sync && fsync(fd) != 0 {
+            let e = errno
+            close(fd)
+            unlink(tmp)
+            throw SystemError("fsync", path: tmp, code: e)
         }
         close(fd)
         guard rename(tmp, path) == 0 else {
