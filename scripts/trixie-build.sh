@@ -15,7 +15,7 @@
 #                    this working tree.
 #
 # The working tree (tracked and untracked files, not what .gitignore names) is copied with its
-# mtimes to CACHE/work-<target>/src, and the build directory is CACHE/work-<target>/scratch:
+# mtimes to CACHE/work-<target>-<checkout hash>/src, and the build directory is .../scratch:
 # incremental like a host build, never touching the host's .build. Everything is mounted in a
 # private mount namespace (unshare), so nothing stays mounted when the script ends.
 #
@@ -63,8 +63,12 @@ if [ "$TARGET" = arm64 ]; then
 fi
 
 step "copy the working tree"
-W="$CACHE/work-$TARGET"
+# One work dir per checkout (worktrees build side by side), locked against a second run of the
+# same checkout.
+W="$CACHE/work-$TARGET-$(printf '%s' "$ROOT" | sha256sum | cut -c1-8)"
 mkdir -p "$W/scratch"
+exec 8>"$W/lock"
+flock -n 8 || { echo "trixie-build: waiting for another run on $W" >&2; flock 8; }
 rm -rf "$W/src.new"; mkdir -p "$W/src.new"
 if [ -n "$SRC" ]; then
   tar -C "$SRC" --exclude=./.build --exclude=./.git -cf - . | tar -xf - -C "$W/src.new"
