@@ -12,6 +12,9 @@ PKGS=(
   device-tree-compiler             # dtc + fdtoverlay: the Pi audio overlays (Tests/board/test_pi_overlays.py)
   sox socat                        # WAV inspection, benchmarks' peer
   libssl-dev openssl               # TLS link and HMAC-signed orders; openssl makes test certificates
+  libsndfile1-dev libmpg123-dev    # background music: files (WAV/FLAC/OGG/MP3) and MP3 streams
+  libcurl4-openssl-dev libsoxr-dev # music: HTTP(S)/Icecast streams; resampling to the output rate
+  libmosquitto-dev mosquitto mosquitto-clients   # MQTT transport; a real broker for its tests
 )
 
 missing=()
