@@ -19,11 +19,6 @@
 # incremental like a host build, never touching the host's .build. Everything is mounted in a
 # private mount namespace (unshare), so nothing stays mounted when the script ends.
 #
-# Until issue 14's libgpiod v2 backend is in Sources/CrierGPIO, CrierGPIO cannot build against
-# trixie's libgpiod 2.2.1. Then, and only then (no v2 call in Sources/CrierGPIO and every error
-# in it), the script says KNOWN FAILURE, builds and tests the rest with a manifest copy without
-# CrierGPIO and what depends on it (CrierRuntime, crier, CrierGPIOTests), and exits 0. Any
-# other failure, or a failing CrierGPIO that has a v2 backend, exits 1.
 # Last line on stdout: the binary's path (--release / --target arm64).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
@@ -100,37 +95,12 @@ else
   ((RELEASE)) && SWIFT_FLAGS="$SWIFT_FLAGS -c release --static-swift-stdlib"
 fi
 
-gpio_known() {   # $1: build log. True when the only failing module is CrierGPIO and it has no v2 backend.
-  grep -q 'Sources/CrierGPIO/[^:]*:[0-9]*:[0-9]*: error' "$1" &&
-    ! grep -E '^/src/Sources/[^:]*:[0-9]+:[0-9]+: error' "$1" | grep -vq '^/src/Sources/CrierGPIO/' &&
-    ! grep -rqE 'gpiod_(request_config|line_settings)_new' "$W/src/Sources/CrierGPIO" "$W/src/Sources/CGPIOD" 2>/dev/null
-}
-
 step "swift build ($TARGET, Swift $(in_root 'swift --version 2>/dev/null' | sed -n 's/^Swift version \([^ ]*\).*/\1/p'))"
 LOG="$W/build.log"
-KNOWN=0
 if ! in_root "env $ENVS swift build $SWIFT_FLAGS" > "$LOG" 2>&1; then
   grep -E 'error:|warning:' "$LOG" | sed 's/^/  /' | sort -u | head -n 60 >&2
-  if [ "$TARGET" = amd64 ] && gpio_known "$LOG"; then
-    KNOWN=1
-    echo "trixie-build: KNOWN FAILURE: CrierGPIO uses the libgpiod v1 API; trixie has libgpiod 2.2.1 only" \
-         "(issue 14's v2 backend). Building and testing the rest without CrierGPIO, CrierRuntime, crier." >&2
-    step "swift build without CrierGPIO and its dependents"
-    # A manifest copy: the targets that need CrierGPIO are left out; the rest is unchanged.
-    in_root "python3 - <<'PY'
-import re
-s = open('Package.swift').read()
-s = re.sub(r'\n\s*\.executable\(name: \"crier\"[^\n]*', '', s)
-s = re.sub(r'\n\s*\.(target|testTarget|executableTarget)\(name: \"(CrierGPIO|CrierGPIOTests|crier)\"[^\n]*', '', s)
-s = re.sub(r'\n\s*\.target\(name: \"CrierRuntime\".*?\n\s*\]\),', '', s, flags=re.S)
-open('Package.swift', 'w').write(s)
-PY
-rm -rf Sources/CrierGPIO Sources/CrierRuntime Sources/crier Tests/CrierGPIOTests"
-    in_root "env $ENVS swift build $SWIFT_FLAGS" > "$LOG" 2>&1 || { grep -E 'error:|warning:' "$LOG" | sed 's/^/  /' | sort -u | head -n 60 >&2; tail -n 5 "$LOG" >&2; fail "swift build (without CrierGPIO) failed; log: $LOG"; }
-  else
-    tail -n 5 "$LOG" >&2
-    fail "swift build failed; log: $LOG"
-  fi
+  tail -n 5 "$LOG" >&2
+  fail "swift build failed; log: $LOG"
 fi
 tail -n 1 "$LOG" | sed 's/^/  /' >&2
 
@@ -151,17 +121,13 @@ if ((TEST)); then
 fi
 
 BIN=""
-if ((RELEASE)) && ! ((KNOWN)); then
+if ((RELEASE)); then
   bp="$(in_root "env $ENVS swift build $SWIFT_FLAGS --show-bin-path" 2>/dev/null | tail -n 1)"
   BIN="$W/scratch/${bp#/scratch/}/crier"
   [ -x "$BIN" ] || fail "no binary at $BIN"
   echo "  $(file -b "$BIN" | cut -d, -f1-2), $(du -h "$BIN" | cut -f1)" >&2
 fi
 step ""
-if ((KNOWN)); then
-  printf '[trixie-build %6ss] built with a KNOWN FAILURE (CrierGPIO needs the libgpiod v2 backend, issue 14)\n' "$(elapsed "$T0")" >&2
-else
-  printf '[trixie-build %6ss] ok\n' "$(elapsed "$T0")" >&2
-fi
+printf '[trixie-build %6ss] ok\n' "$(elapsed "$T0")" >&2
 [ -n "$BIN" ] && echo "$BIN"
 exit 0
