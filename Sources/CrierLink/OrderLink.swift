@@ -78,6 +78,9 @@ public final class OrderLink: Sendable {
         self.onEvent = onEvent
         ownsStore = options.ackStore == nil
         ackStore = options.ackStore ?? AckStore(path: nil, log: log, capacity: options.maxPendingAcks)
+        // An ack goes out once the file marks it written (write-ahead, AckOutbox): the file's
+        // write wakes the link to send it.
+        ackStore.onFileWritten { [wake] in wake.wake() }
     }
 
     /// Starts the link thread. Without a configured server it logs that and does nothing.
@@ -131,7 +134,14 @@ public final class OrderLink: Sendable {
     /// stays in the outbox (and its file) until the server has it. Any thread.
     /// `reply`: the answer to a server's cancel, sent even if this connection delivered it before.
     public func send(_ ack: Ack, reply: Bool = false) {
-        let (dropped, count) = ackStore.with { o -> (Ack?, Int) in (o.add(ack, reply: reply), o.dropped) }
+        let connected = isConnected
+        let (dropped, count) = ackStore.with { o -> (Ack?, Int) in
+            let d = o.add(ack, reply: reply)
+            // Connected: it goes out at once, so the file write that records the ack also marks
+            // it written (one write, not two, before it may be sent).
+            if connected { o.flagUnwritten() }
+            return (d, o.dropped)
+        }
         if let d = dropped, count == 1 || count % 1000 == 0 {
             log.warning("too many undelivered acks; dropped the oldest (the server redelivers its order)",
                         ["id": d.id, "status": d.status.rawValue, "dropped": count, "max": options.maxPendingAcks])
@@ -302,7 +312,7 @@ public final class OrderLink: Sendable {
                 return .lost("server is not reading (\(conn.out.count) bytes unsent)")
             }
             // The socket took everything: the next batch of a backlog goes at once.
-            if welcomed, conn.out.count < ackBudget, ackStore.peek({ $0.hasUnwritten }) { continue }
+            if welcomed, conn.out.count < ackBudget, ackStore.peek({ $0.hasSendable }) { continue }
 
             let now = Monotonic.now()
             let deadline: Double
@@ -396,6 +406,10 @@ public final class OrderLink: Sendable {
                             conn.queue(.ack(Ack(id: o.id, status: .rejected, reason: rejection.reason.rawValue, message: rejection.message)))
                             continue
                         }
+                        // A redelivery of an order whose ack went to an earlier connection and
+                        // was never confirmed: the server did not get it; answered again here,
+                        // before any pong can take that ack for delivered (section 6a).
+                        ackStore.with { _ = $0.redelivered(o.id) }
                         onEvent(.order(o))
                     case .cancel(let id) where welcomed:
                         if let rejection = verifier?.check(decoded.object ?? JSONObject(), now: options.unixNow()) {
@@ -429,6 +443,10 @@ public final class OrderLink: Sendable {
         // the shutdown.
         // They stay in the outbox: the server may not have read them.
         if welcomed {
+            // Write-ahead: the file marks them written first (the link thread may wait for the
+            // card now: this is the stop).
+            ackStore.with { $0.flagUnwritten() }
+            ackStore.persist()
             ackStore.with { o in for a in o.takeUnwritten() { conn.queue(.ack(a)) } }
             awaitConfirmation(&conn, transport: transport, fd: fd)
         }
@@ -464,9 +482,14 @@ public final class OrderLink: Sendable {
             }
             for case .line(let line) in conn.framer.push(conn.readBuf[0..<count]) {
                 // Only the pong matters now; orders are not taken while stopping (the server
-                // redelivers them after the restart).
-                if case .success(.pong) = ProtocolCodec.decodeKeepingObject(line).message {
-                    ackStore.with { _ = $0.pong() }
+                // redelivers them after the restart). A redelivery of an order whose ack is
+                // stale still counts: that ack must not be taken for delivered by the pong
+                // (it is sent after the next welcome). Not checked against server.key: a
+                // forged one costs one ack line, never a speech.
+                switch ProtocolCodec.decodeKeepingObject(line).message {
+                case .success(.pong): ackStore.with { _ = $0.pong() }
+                case .success(.order(let o)): ackStore.with { _ = $0.redelivered(o.id) }
+                default: break
                 }
             }
         }
