@@ -274,6 +274,11 @@ public final class OrderLink: Sendable {
 
         let ackBudget = max(1024, min(64 << 10, options.maxOutput / 4))
         var conn = Connection(fd: fd, heartbeat: LinkHeartbeat(interval: config.heartbeat, now: Monotonic.now()))
+        // Acks still in our own buffer when the connection ends never reached the socket: they
+        // were never written, and go out on the next connection (AckOutbox.unflushed).
+        defer {
+            if let seq = conn.lastUnflushed() { ackStore.with { $0.unflushed(after: seq) } }
+        }
         conn.queue(.hello(Hello(device: deviceID, token: config.token)))
         let handshakeDeadline = Monotonic.now() + (options.handshakeTimeout ?? min(10, max(1, 2 * config.heartbeat)))
         var welcomed = false
@@ -293,7 +298,7 @@ public final class OrderLink: Sendable {
                     o.tick(now: t, lastReceived: lastReceived, heartbeat: config.heartbeat)
                     // Only what the output buffer should hold: the rest waits for the socket
                     // to drain (a big backlog must not count as "server is not reading").
-                    while conn.out.count < ackBudget, let a = o.takeNext() { conn.queue(.ack(a)) }
+                    while conn.out.count < ackBudget, let e = o.takeNextEntry() { conn.queueAck(e) }
                     guard o.needsProbe else { return false }
                     o.pinged(now: t)
                     return true
@@ -447,7 +452,7 @@ public final class OrderLink: Sendable {
             // card now: this is the stop).
             ackStore.with { $0.flagUnwritten() }
             ackStore.persist()
-            ackStore.with { o in for a in o.takeUnwritten() { conn.queue(.ack(a)) } }
+            ackStore.with { o in while let e = o.takeNextEntry() { conn.queueAck(e) } }
             awaitConfirmation(&conn, transport: transport, fd: fd)
         }
         return .lost("stopped")
@@ -518,8 +523,37 @@ public final class OrderLink: Sendable {
             self.heartbeat = heartbeat
         }
 
+        /// Bytes ever queued on this connection; `queued - out.count` reached the socket.
+        var queued = 0
+        /// Acks queued and maybe not yet flushed: where each ends in `queued`, and its seq.
+        var ackEnds: [(end: Int, seq: UInt64)] = []
+        /// The seq of the last ack known to have reached the socket.
+        var flushedSeq: UInt64 = 0
+
         mutating func queue(_ m: ProtocolMessage) {
-            out += ProtocolCodec.line(m)
+            let line = ProtocolCodec.line(m)
+            out += line
+            queued += line.count
+        }
+
+        mutating func queueAck(_ e: AckOutbox.Entry) {
+            queue(.ack(e.ack))
+            ackEnds.append((queued, e.seq))
+            if ackEnds.count > 1024 { trimFlushed() }
+        }
+
+        /// Forgets the acks that reached the socket (bounded memory on a long connection).
+        mutating func trimFlushed() {
+            let flushed = queued - out.count
+            let n = ackEnds.prefix { $0.end <= flushed }.count
+            if n > 0 { flushedSeq = ackEnds[n - 1].seq }
+            ackEnds.removeFirst(n)
+        }
+
+        /// The seq after which queued acks never reached the socket, or nil when all did.
+        mutating func lastUnflushed() -> UInt64? {
+            trimFlushed()
+            return ackEnds.isEmpty ? nil : flushedSeq
         }
     }
 

@@ -106,6 +106,24 @@ struct AckOutboxTests {
         #expect(ids(o.takeUnwritten()) == [], "confirmed here: a late answer of the dedupe is not a second ack")
     }
 
+    @Test("acks still in the link's own buffer when the connection died were never written: sent on the next connection")
+    func unflushedAreUnwritten() {
+        var o = AckOutbox()
+        for id in ["a", "b", "c"] { o.add(.spoken(id)) }
+        o.connectionStarted()
+        let a = o.takeNextEntry()!
+        _ = o.takeNextEntry()
+        _ = o.takeNextEntry()
+        o.unflushed(after: a.seq)  // only a reached the socket
+        o.connectionStarted()
+        #expect(ids(o.takeUnwritten()) == ["b", "c"])
+        #expect(o.staleCount == 1)
+        o.unflushed(after: 0)  // nothing of this connection reached the socket
+        o.connectionStarted()
+        #expect(ids(o.takeUnwritten()) == ["b", "c"], "again, and a stays stale")
+        #expect(o.staleCount == 1)
+    }
+
     @Test("a server that redelivers only after many reconnects without a pong: the ack is written twice in all, once per delivery")
     func redeliveryAfterManyReconnects() {
         var o = AckOutbox()

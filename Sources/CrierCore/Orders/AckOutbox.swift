@@ -223,7 +223,10 @@ public struct AckOutbox: Sendable {
     /// The oldest ack never written, if the file already says it may be (it counts as written),
     /// or nil. For a caller that takes only what its output buffer holds: a backlog of
     /// thousands never piles up in front of a slow reader.
-    public mutating func takeNext() -> Ack? {
+    public mutating func takeNext() -> Ack? { takeNextEntry()?.ack }
+
+    /// `takeNext` with the entry's `seq` (for `unflushed(after:)`).
+    public mutating func takeNextEntry() -> Entry? {
         let i = index(after: written)
         guard i < entries.count else { return nil }
         flagUnwritten()
@@ -234,7 +237,14 @@ public struct AckOutbox: Sendable {
             seqOf[e.ack.id] = nil
             entries.remove(at: i)
         }
-        return e.ack
+        return e
+    }
+
+    /// The connection ended with the entries after `seq` still in the link's own output buffer:
+    /// they never reached the socket, so they were never written (sent on the next connection).
+    /// Only entries taken on this connection are affected.
+    public mutating func unflushed(after seq: UInt64) {
+        written = max(staleThrough, min(written, seq))
     }
 
     /// Something was written and no ping covers it yet: send one to learn it arrived (right
