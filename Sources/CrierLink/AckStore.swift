@@ -8,7 +8,10 @@ import Synchronization
 /// The file is rewritten whole (`FileIO.writeDurably`) by a thread of its own, after every
 /// change, several changes coalesced into one write: neither the daemon's actor nor the link
 /// thread ever waits for the card, and a name lookup stuck on the link thread cannot delay it.
-/// Shared by the link that replaces a stalled one.
+/// An ack goes to the server only once a write marked it written (write-ahead, `AckOutbox`):
+/// the link is woken by `onFileWritten` to send it. A failed write releases the acks anyway
+/// (an unwritable card must not silence the box; it is logged). Shared by the link that
+/// replaces a stalled one.
 public final class AckStore: Sendable {
     /// nil: memory only (`link.outbox = off`).
     public let path: String?

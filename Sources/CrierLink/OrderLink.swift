@@ -130,8 +130,9 @@ public final class OrderLink: Sendable {
         if ownsStore { ackStore.close() } else { ackStore.persist() }
     }
 
-    /// Queues an ack; it goes out at once when connected, else after the next welcome, and
-    /// stays in the outbox (and its file) until the server has it. Any thread.
+    /// Queues an ack; it goes out once (at once when connected, else after the next welcome),
+    /// and stays in the outbox (and its file) until the server has it, answering a redelivery
+    /// of its order meanwhile (docs/protocol.md, section 6a). Any thread.
     /// `reply`: the answer to a server's cancel, sent even if this connection delivered it before.
     public func send(_ ack: Ack, reply: Bool = false) {
         let connected = isConnected
@@ -459,10 +460,10 @@ public final class OrderLink: Sendable {
     }
 
     /// A clean stop (SIGTERM, reload) waits briefly for the pong that proves the server read
-    /// the acks still unconfirmed: without it they are written again after the restart, and the
-    /// server sees a second ack line for an order it already has. Bounded by `stopDrain`, so a
-    /// server that does not answer pings delays the stop by at most that; what stays
-    /// unconfirmed stays in the outbox (and its file) and goes out after the next welcome.
+    /// the acks still unconfirmed, so that they leave the outbox and its file now. Bounded by
+    /// `stopDrain`, so a server that does not answer pings delays the stop by at most that;
+    /// what stays unconfirmed stays in the file marked written: after the restart it answers a
+    /// redelivery of its order, or leaves at the first pong (it is not written again).
     private func awaitConfirmation(_ conn: inout Connection, transport: LinkTransport, fd: Int32) {
         guard ackStore.peek({ !$0.isEmpty }) else {
             _ = transport.flush(&conn.out)
