@@ -350,14 +350,15 @@ public struct AckOutbox: Sendable {
         return out
     }
 
-    /// Fills an empty outbox from a file read at start. Acks the file marks written become
-    /// stale entries (not sent again; they answer a redelivery, and the first confirmation on
-    /// the first connection drops the others); the rest are sent after the first welcome.
+    /// Fills the outbox (replacing its content) from a file read at start. Acks the file marks
+    /// written become stale entries (not sent again; they answer a redelivery, and the first
+    /// confirmation on the first connection drops the others); the rest are sent after the
+    /// first welcome.
     /// Rejections are left out (each answers one delivery, and the server redelivers an order
     /// it has no final ack for). The last line of an id wins. Returns how many of each were kept.
     @discardableResult
     public mutating func restore(_ loaded: Loaded) -> (sent: Int, unsent: Int) {
-        precondition(entries.isEmpty && nextSeq == 1, "restore fills a fresh outbox")
+        self = AckOutbox(capacity: capacity, durableMax: durableMax, waitsForFile: waitsForFile)  // replaces whatever was here
         var last: [String: Int] = [:]
         for (i, a) in loaded.acks.enumerated() { last[a.id] = i }
         let acks = loaded.acks.enumerated().filter { last[$0.element.id] == $0.offset && $0.element.status != .rejected }.map(\.element)
