@@ -179,3 +179,86 @@ def test_spoken_while_the_server_was_down_then_restart_is_said_once_and_acked_on
     # Delivered (ponged) before the stop: the outbox is empty again.
     with open(acks_file(box)) as f:
         assert f.read() == ""
+
+
+class ScriptedConn:
+    """One accepted connection, read line by line with a deadline."""
+
+    def __init__(self, listener, timeout=15):
+        listener.settimeout(timeout)
+        self.c, _ = listener.accept()
+        self.buf = b""
+
+    def send(self, *msgs):
+        self.c.sendall(b"".join(json.dumps(m).encode() + b"\n" for m in msgs))
+
+    def line(self, timeout):
+        end = time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = end - time.monotonic()
+            if left <= 0:
+                return None
+            self.c.settimeout(left)
+            try:
+                data = self.c.recv(65536)
+            except socket.timeout:
+                return None
+            if not data:
+                return None
+            self.buf += data
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def close(self):
+        self.c.close()
+
+
+@pytest.mark.parametrize("redeliver", [False, True])
+def test_an_ack_written_before_a_drop_is_not_resent_and_a_redelivery_is_answered_once(box, redeliver):
+    """Issue 13 item 18 (chaos seeds 66466, 67856): the ack is written, the connection ends
+    before its pong; after the reconnect it is not written again, unless the server redelivers
+    the order: then exactly one ack, and the order is not said again."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    port = listener.getsockname()[1]
+    order = {"type": "order", "id": "X-1", "kind": "new_customer", "number": 5}
+    second = []
+    crier = crier_run(box, port, "link.heartbeat = 2\n")
+    try:
+        c1 = ScriptedConn(listener)
+        assert c1.line(10)["type"] == "hello"
+        c1.send({"type": "welcome"}, order)
+        while True:  # never a pong on this connection
+            m = c1.line(30)
+            assert m is not None, "no ack on the first connection"
+            if m["type"] == "ack":
+                assert m == {"type": "ack", "id": "X-1", "status": "spoken"}
+                break
+        c1.close()
+        c2 = ScriptedConn(listener)
+        assert c2.line(10)["type"] == "hello"
+        c2.send({"type": "welcome"}, *([order] if redeliver else []))
+        end = time.monotonic() + 4
+        while time.monotonic() < end:
+            m = c2.line(max(0.05, end - time.monotonic()))
+            if m is None:
+                continue
+            second.append(m)
+            if m["type"] == "ping":
+                c2.send({"type": "pong"})
+        c2.close()
+    finally:
+        crier.stop()
+        listener.close()
+    log = "\n".join(crier.lines())
+    acks = [m for m in second if m["type"] == "ack"]
+    if redeliver:
+        assert acks == [{"type": "ack", "id": "X-1", "status": "spoken"}], second
+        assert "INFO alert: acked again: spoken id=X-1" in log, log[-2000:]
+    else:
+        assert acks == [], second
+    assert {"type": "ping"} in second, "a ping right after the welcome settles the earlier ack"
+    assert log.count("INFO alert: spoken id=X-1") == 1, log[-2000:]
+    with open(acks_file(box)) as f:
+        assert f.read() == "", "confirmed by the second connection's pong"
