@@ -1,6 +1,7 @@
 import CrierCore
 import CrierPosix
 import Glibc
+import Synchronization
 import Testing
 @testable import CrierLink
 
@@ -42,9 +43,12 @@ struct AckRedeliveryTests {
     }
 
     /// Lets the event handler reach the link it belongs to.
-    final class LinkBox: @unchecked Sendable {
-        // Set once, before the link starts; read on the link thread afterwards (start() happens-before).
-        var link: OrderLink?
+    final class LinkBox: Sendable {
+        private let slot = Mutex<OrderLink?>(nil)
+        var link: OrderLink? {
+            get { slot.withLock { $0 } }
+            set { slot.withLock { $0 = newValue } }
+        }
     }
 
     static func handshake(_ raw: RawServer) -> Bool {
