@@ -11,6 +11,9 @@ public enum LinkEvent: Sendable, Equatable {
     case disconnected(reason: String)
     case order(Order)
     case cancel(id: String)
+    /// An order the link rejected itself (malformed: `invalid_order`); its ack is already sent.
+    /// For the owner's memory: a later cancel of it is answered with the same rejection.
+    case rejected(Ack)
 }
 
 /// The box's end of protocol v1 (docs/protocol.md): one TCP (or TLS, `tls://`) connection to the
@@ -382,7 +385,10 @@ public final class OrderLink: Sendable {
                             log.warning("more bad messages from server; not logging each", ["server": server.description])
                         }
                         conn.queue(.error(code: "bad_message", message: e.message))
-                        if let ack = e.rejectedAck { conn.queue(.ack(ack)) }
+                        if let ack = e.rejectedAck {
+                            conn.queue(.ack(ack))
+                            onEvent(.rejected(ack))
+                        }
                         continue
                     }
                     switch message {

@@ -369,6 +369,20 @@ struct AckOutboxTests {
         #expect(q.add(Order(id: "new", kind: .newCustomer(number: 9)), now: 0) == .queued)
     }
 
+    @Test("a cancel of an order rejected for good is answered with that rejection, not cancelled (chaos seed 75107); queue_full is not remembered")
+    func cancelOfRejected() {
+        var q = AlertQueue()
+        let invalid = Ack(id: "bad", status: .rejected, reason: Ack.Reason.invalidOrder, message: "order: field \"number\" must be 0...999999, got 1000000")
+        q.rememberRejection(invalid)
+        #expect(q.cancel(id: "bad", now: 0).ack == invalid)
+        let mute = Ack(id: "mute", status: .rejected, reason: Ack.Reason.nothingToSay)
+        q.rememberRejection(mute)
+        #expect(q.cancel(id: "mute", now: 0).ack == mute)
+        q.rememberRejection(Ack(id: "full", status: .rejected, reason: Ack.Reason.queueFull))
+        #expect(q.cancel(id: "full", now: 0).ack.status == .cancelled, "queue_full invites a resend: the cancel wins")
+        #expect(q.cancel(id: "never", now: 0).ack.status == .cancelled)
+    }
+
     @Test("outbox path: next to state.path unless link.outbox says otherwise; off is memory only")
     func path() throws {
         var c = CrierConfig()

@@ -150,6 +150,15 @@ struct AckRedeliveryTests {
         #expect(eventually { box.store.count == 0 })
     }
 
+    @Test("a malformed order is rejected by the link and reported to the owner, so that a later cancel of it gets the same rejection")
+    func malformedReported() {
+        let t = WelcomedLink()
+        t.raw.write(#"{"type":"order","id":"M-1","kind":"new_customer","number":1000000}"# + "\n")
+        #expect(t.raw.readUntil(#"{"type":"ack""#).last?.contains(#""status":"rejected","reason":"invalid_order""#) == true)
+        #expect(eventually { t.events.all.contains { if case .rejected(let a) = $0 { a.id == "M-1" && a.reason == Ack.Reason.invalidOrder } else { false } } })
+        #expect(t.events.orders.isEmpty)
+    }
+
     @Test("a server that never pongs: the stale ack is never resent, and leaves after 2 × heartbeat with the server heard from")
     func neverPongs() {
         let dir = TempDir()

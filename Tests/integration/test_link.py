@@ -262,3 +262,45 @@ def test_an_ack_written_before_a_drop_is_not_resent_and_a_redelivery_is_answered
     assert log.count("INFO alert: spoken id=X-1") == 1, log[-2000:]
     with open(acks_file(box)) as f:
         assert f.read() == "", "confirmed by the second connection's pong"
+
+
+def test_a_cancel_of_a_rejected_order_gets_the_rejection_again(box):
+    """Chaos seed 75107: an order rejected for good (malformed at the link, or nothing to say in
+    the daemon), then cancelled: the cancel is answered with the same rejection, never a
+    second, different final status (`cancelled`)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    port = listener.getsockname()[1]
+    acks = []
+    crier = crier_run(box, port, "link.heartbeat = 5\n")
+    try:
+        c = ScriptedConn(listener)
+        assert c.line(10)["type"] == "hello"
+        c.send({"type": "welcome"},
+               {"type": "order", "id": "R-1", "kind": "new_customer", "number": 1000000},
+               {"type": "order", "id": "R-2", "kind": "text", "text": "\u200b\u200d"})
+        end = time.monotonic() + 20
+        while len(acks) < 2 and time.monotonic() < end:
+            m = c.line(1)
+            if m and m["type"] == "ack":
+                acks.append(m)
+            elif m and m["type"] == "ping":
+                c.send({"type": "pong"})
+        c.send({"type": "cancel", "id": "R-1"}, {"type": "cancel", "id": "R-2"})
+        end = time.monotonic() + 10
+        while len(acks) < 4 and time.monotonic() < end:
+            m = c.line(1)
+            if m and m["type"] == "ack":
+                acks.append(m)
+            elif m and m["type"] == "ping":
+                c.send({"type": "pong"})
+        c.close()
+    finally:
+        crier.stop()
+        listener.close()
+    by_id = {}
+    for a in acks:
+        by_id.setdefault(a["id"], []).append((a["status"], a.get("reason")))
+    assert by_id.get("R-1") == [("rejected", "invalid_order")] * 2, acks
+    assert by_id.get("R-2") == [("rejected", "nothing_to_say")] * 2, acks
