@@ -8,7 +8,10 @@ import Synchronization
 /// The file is rewritten whole (`FileIO.writeDurably`) by a thread of its own, after every
 /// change, several changes coalesced into one write: neither the daemon's actor nor the link
 /// thread ever waits for the card, and a name lookup stuck on the link thread cannot delay it.
-/// Shared by the link that replaces a stalled one.
+/// An ack goes to the server only once a write marked it written (write-ahead, `AckOutbox`):
+/// the link is woken by `onFileWritten` to send it. A failed write releases the acks anyway
+/// (an unwritable card must not silence the box; it is logged). Shared by the link that
+/// replaces a stalled one.
 public final class AckStore: Sendable {
     /// nil: memory only (`link.outbox = off`).
     public let path: String?
@@ -26,6 +29,7 @@ public final class AckStore: Sendable {
         var writes = 0
         var writeSeconds = 0.0
         var lastNotDurable = 0
+        var listener: (@Sendable () -> Void)?
     }
     private let writer = Mutex(Writer())
     /// Serializes file writes (the thread's and `close`'s last one).
@@ -34,14 +38,17 @@ public final class AckStore: Sendable {
     public init(path: String?, log: Logger, capacity: Int = 100_000, durableMax: Int = 1000) {
         self.path = path
         self.log = log
-        var box = AckOutbox(capacity: capacity, durableMax: durableMax)
+        var box = AckOutbox(capacity: capacity, durableMax: durableMax, waitsForFile: path != nil)
         var restored: [Ack] = []
         if let path {
             let loaded = Self.load(path, durableMax: durableMax, log: log)
-            for a in loaded { box.add(a) }
-            restored = loaded
+            let kept = box.restore(loaded)
+            if kept.sent + kept.unsent > 0 {
+                log.info("acks from before the restart: the unsent go out after the next welcome, the sent ones answer the server if it redelivers their orders",
+                         ["file": path, "acks": kept.sent + kept.unsent, "unsent": kept.unsent, "sent_unconfirmed": kept.sent])
+            }
+            restored = loaded.acks
         }
-        _ = box.encodeForFile()  // what was read is what the file holds: clean
         state = Mutex(box)
         self.restored = restored
         guard path != nil else { return }
@@ -53,7 +60,7 @@ public final class AckStore: Sendable {
         }
     }
 
-    private static func load(_ path: String, durableMax: Int, log: Logger) -> [Ack] {
+    private static func load(_ path: String, durableMax: Int, log: Logger) -> AckOutbox.Loaded {
         let bytes: [UInt8]
         do throws(SystemError) {
             bytes = try FileIO.read(path, limit: 4 << 20)
@@ -62,16 +69,19 @@ public final class AckStore: Sendable {
                 log.error("cannot read the ack outbox; acks from before this start are lost (their orders may be said again)",
                           ["file": path, "error": error.description])
             }
-            return []
+            return AckOutbox.Loaded()
         }
         let loaded = AckOutbox.decodeFile(bytes, durableMax: durableMax)
         for p in loaded.problems {
             log.warning("ack outbox file damaged; the line is ignored", ["file": path, "problem": p])
         }
-        if !loaded.acks.isEmpty {
-            log.info("acks from before the restart will be sent after the next welcome", ["file": path, "acks": loaded.acks.count])
-        }
-        return loaded.acks
+        return loaded
+    }
+
+    /// Called after each write of the file (the link waits for it before sending what the
+    /// write marked as written). One listener: the link that is running.
+    public func onFileWritten(_ f: @escaping @Sendable () -> Void) {
+        writer.withLock { $0.listener = f }
     }
 
     /// Runs `body` on the outbox; a change to it is written out soon after.
@@ -109,11 +119,12 @@ public final class AckStore: Sendable {
     func persist() -> Bool {
         guard let path else { return true }
         return fileLock.withLock { _ -> Bool in
-            let (bytes, notDurable) = state.withLock { s -> ([UInt8]?, Int) in
+            let (content, notDurable) = state.withLock { s -> (AckOutbox.FileContent?, Int) in
                 guard s.dirty else { return (nil, s.notDurable) }
-                return (s.encodeForFile(), s.notDurable)
+                return (s.fileContent(), s.notDurable)
             }
-            guard let bytes else { return true }
+            guard let content else { return true }
+            let bytes = content.bytes
             let t0 = Monotonic.now()
             var failure: String?
             do throws(SystemError) {
@@ -128,7 +139,9 @@ public final class AckStore: Sendable {
                 }
             }
             let took = Monotonic.now() - t0
-            let (report, recovered, dropNote) = writer.withLock { w -> (String?, Bool, Int?) in
+            // Failed or not: an unwritable file must not hold the acks back (logged below).
+            state.withLock { $0.fileWritten(through: content.flaggedThrough) }
+            let (report, recovered, dropNote, listener) = writer.withLock { w -> (String?, Bool, Int?, (@Sendable () -> Void)?) in
                 w.writes += 1
                 w.writeSeconds += took
                 let report = failure != nil && failure != w.lastError ? failure : nil
@@ -136,7 +149,7 @@ public final class AckStore: Sendable {
                 w.lastError = failure
                 let note = notDurable > 0 && w.lastNotDurable == 0 ? notDurable : nil
                 w.lastNotDurable = notDurable
-                return (report, recovered, note)
+                return (report, recovered, note, w.listener)
             }
             if let report {
                 log.error("cannot write the ack outbox; acks not yet delivered would not survive a restart (retrying every 5 s)",
@@ -152,6 +165,7 @@ public final class AckStore: Sendable {
                 // Written again on the next attempt.
                 state.withLock { $0.markDirty() }
             }
+            listener?()
             return failure == nil
         }
     }

@@ -11,6 +11,9 @@ public enum LinkEvent: Sendable, Equatable {
     case disconnected(reason: String)
     case order(Order)
     case cancel(id: String)
+    /// An order the link rejected itself (malformed: `invalid_order`); its ack is already sent.
+    /// For the owner's memory: a later cancel of it is answered with the same rejection.
+    case rejected(Ack)
 }
 
 /// The box's end of protocol v1 (docs/protocol.md): one TCP (or TLS, `tls://`) connection to the
@@ -78,6 +81,9 @@ public final class OrderLink: Sendable {
         self.onEvent = onEvent
         ownsStore = options.ackStore == nil
         ackStore = options.ackStore ?? AckStore(path: nil, log: log, capacity: options.maxPendingAcks)
+        // An ack goes out once the file marks it written (write-ahead, AckOutbox): the file's
+        // write wakes the link to send it.
+        ackStore.onFileWritten { [wake] in wake.wake() }
     }
 
     /// Starts the link thread. Without a configured server it logs that and does nothing.
@@ -127,11 +133,19 @@ public final class OrderLink: Sendable {
         if ownsStore { ackStore.close() } else { ackStore.persist() }
     }
 
-    /// Queues an ack; it goes out at once when connected, else after the next welcome, and
-    /// stays in the outbox (and its file) until the server has it. Any thread.
+    /// Queues an ack; it goes out once (at once when connected, else after the next welcome),
+    /// and stays in the outbox (and its file) until the server has it, answering a redelivery
+    /// of its order meanwhile (docs/protocol.md, section 6a). Any thread.
     /// `reply`: the answer to a server's cancel, sent even if this connection delivered it before.
     public func send(_ ack: Ack, reply: Bool = false) {
-        let (dropped, count) = ackStore.with { o -> (Ack?, Int) in (o.add(ack, reply: reply), o.dropped) }
+        let connected = isConnected
+        let (dropped, count) = ackStore.with { o -> (Ack?, Int) in
+            let d = o.add(ack, reply: reply)
+            // Connected: it goes out at once, so the file write that records the ack also marks
+            // it written (one write, not two, before it may be sent).
+            if connected { o.flagUnwritten() }
+            return (d, o.dropped)
+        }
         if let d = dropped, count == 1 || count % 1000 == 0 {
             log.warning("too many undelivered acks; dropped the oldest (the server redelivers its order)",
                         ["id": d.id, "status": d.status.rawValue, "dropped": count, "max": options.maxPendingAcks])
@@ -264,6 +278,11 @@ public final class OrderLink: Sendable {
 
         let ackBudget = max(1024, min(64 << 10, options.maxOutput / 4))
         var conn = Connection(fd: fd, heartbeat: LinkHeartbeat(interval: config.heartbeat, now: Monotonic.now()))
+        // Acks still in our own buffer when the connection ends never reached the socket: they
+        // were never written, and go out on the next connection (AckOutbox.unflushed).
+        defer {
+            if let seq = conn.lastUnflushed() { ackStore.with { $0.unflushed(after: seq) } }
+        }
         conn.queue(.hello(Hello(device: deviceID, token: config.token)))
         let handshakeDeadline = Monotonic.now() + (options.handshakeTimeout ?? min(10, max(1, 2 * config.heartbeat)))
         var welcomed = false
@@ -283,7 +302,7 @@ public final class OrderLink: Sendable {
                     o.tick(now: t, lastReceived: lastReceived, heartbeat: config.heartbeat)
                     // Only what the output buffer should hold: the rest waits for the socket
                     // to drain (a big backlog must not count as "server is not reading").
-                    while conn.out.count < ackBudget, let a = o.takeNext() { conn.queue(.ack(a)) }
+                    while conn.out.count < ackBudget, let e = o.takeNextEntry() { conn.queueAck(e) }
                     guard o.needsProbe else { return false }
                     o.pinged(now: t)
                     return true
@@ -302,7 +321,7 @@ public final class OrderLink: Sendable {
                 return .lost("server is not reading (\(conn.out.count) bytes unsent)")
             }
             // The socket took everything: the next batch of a backlog goes at once.
-            if welcomed, conn.out.count < ackBudget, ackStore.peek({ $0.hasUnwritten }) { continue }
+            if welcomed, conn.out.count < ackBudget, ackStore.peek({ $0.hasSendable }) { continue }
 
             let now = Monotonic.now()
             let deadline: Double
@@ -366,7 +385,10 @@ public final class OrderLink: Sendable {
                             log.warning("more bad messages from server; not logging each", ["server": server.description])
                         }
                         conn.queue(.error(code: "bad_message", message: e.message))
-                        if let ack = e.rejectedAck { conn.queue(.ack(ack)) }
+                        if let ack = e.rejectedAck {
+                            conn.queue(.ack(ack))
+                            onEvent(.rejected(ack))
+                        }
                         continue
                     }
                     switch message {
@@ -396,6 +418,10 @@ public final class OrderLink: Sendable {
                             conn.queue(.ack(Ack(id: o.id, status: .rejected, reason: rejection.reason.rawValue, message: rejection.message)))
                             continue
                         }
+                        // A redelivery of an order whose ack went to an earlier connection and
+                        // was never confirmed: the server did not get it; answered again here,
+                        // before any pong can take that ack for delivered (section 6a).
+                        ackStore.with { _ = $0.redelivered(o.id) }
                         onEvent(.order(o))
                     case .cancel(let id) where welcomed:
                         if let rejection = verifier?.check(decoded.object ?? JSONObject(), now: options.unixNow()) {
@@ -429,17 +455,21 @@ public final class OrderLink: Sendable {
         // the shutdown.
         // They stay in the outbox: the server may not have read them.
         if welcomed {
-            ackStore.with { o in for a in o.takeUnwritten() { conn.queue(.ack(a)) } }
+            // Write-ahead: the file marks them written first (the link thread may wait for the
+            // card now: this is the stop).
+            ackStore.with { $0.flagUnwritten() }
+            ackStore.persist()
+            ackStore.with { o in while let e = o.takeNextEntry() { conn.queueAck(e) } }
             awaitConfirmation(&conn, transport: transport, fd: fd)
         }
         return .lost("stopped")
     }
 
     /// A clean stop (SIGTERM, reload) waits briefly for the pong that proves the server read
-    /// the acks still unconfirmed: without it they are written again after the restart, and the
-    /// server sees a second ack line for an order it already has. Bounded by `stopDrain`, so a
-    /// server that does not answer pings delays the stop by at most that; what stays
-    /// unconfirmed stays in the outbox (and its file) and goes out after the next welcome.
+    /// the acks still unconfirmed, so that they leave the outbox and its file now. Bounded by
+    /// `stopDrain`, so a server that does not answer pings delays the stop by at most that;
+    /// what stays unconfirmed stays in the file marked written: after the restart it answers a
+    /// redelivery of its order, or leaves at the first pong (it is not written again).
     private func awaitConfirmation(_ conn: inout Connection, transport: LinkTransport, fd: Int32) {
         guard ackStore.peek({ !$0.isEmpty }) else {
             _ = transport.flush(&conn.out)
@@ -464,9 +494,14 @@ public final class OrderLink: Sendable {
             }
             for case .line(let line) in conn.framer.push(conn.readBuf[0..<count]) {
                 // Only the pong matters now; orders are not taken while stopping (the server
-                // redelivers them after the restart).
-                if case .success(.pong) = ProtocolCodec.decodeKeepingObject(line).message {
-                    ackStore.with { _ = $0.pong() }
+                // redelivers them after the restart). A redelivery of an order whose ack is
+                // stale still counts: that ack must not be taken for delivered by the pong
+                // (it is sent after the next welcome). Not checked against server.key: a
+                // forged one costs one ack line, never a speech.
+                switch ProtocolCodec.decodeKeepingObject(line).message {
+                case .success(.pong): ackStore.with { _ = $0.pong() }
+                case .success(.order(let o)): ackStore.with { _ = $0.redelivered(o.id) }
+                default: break
                 }
             }
         }
@@ -495,8 +530,37 @@ public final class OrderLink: Sendable {
             self.heartbeat = heartbeat
         }
 
+        /// Bytes ever queued on this connection; `queued - out.count` reached the socket.
+        var queued = 0
+        /// Acks queued and maybe not yet flushed: where each ends in `queued`, and its seq.
+        var ackEnds: [(end: Int, seq: UInt64)] = []
+        /// The seq of the last ack known to have reached the socket.
+        var flushedSeq: UInt64 = 0
+
         mutating func queue(_ m: ProtocolMessage) {
-            out += ProtocolCodec.line(m)
+            let line = ProtocolCodec.line(m)
+            out += line
+            queued += line.count
+        }
+
+        mutating func queueAck(_ e: AckOutbox.Entry) {
+            queue(.ack(e.ack))
+            ackEnds.append((queued, e.seq))
+            if ackEnds.count > 1024 { trimFlushed() }
+        }
+
+        /// Forgets the acks that reached the socket (bounded memory on a long connection).
+        mutating func trimFlushed() {
+            let flushed = queued - out.count
+            let n = ackEnds.prefix { $0.end <= flushed }.count
+            if n > 0 { flushedSeq = ackEnds[n - 1].seq }
+            ackEnds.removeFirst(n)
+        }
+
+        /// The seq after which queued acks never reached the socket, or nil when all did.
+        mutating func lastUnflushed() -> UInt64? {
+            trimFlushed()
+            return ackEnds.isEmpty ? nil : flushedSeq
         }
     }
 

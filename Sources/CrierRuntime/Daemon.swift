@@ -181,6 +181,8 @@ public actor Daemon {
             case .rejected(let ack):
                 report(ack)
             }
+        case .rejected(let ack):
+            queue.rememberRejection(ack)  // rejected by the link (malformed): a cancel gets it again
         case .cancel(let id):
             let c = queue.cancel(id: id, now: now)
             // A cancel of an order already final re-acks that outcome: logged as what it is.
@@ -277,6 +279,7 @@ public actor Daemon {
     /// redelivery or a cancel of an order already final).
     func report(_ ack: Ack, again: Bool = false, reply: Bool = false, _ extra: KeyValuePairs<String, any CustomStringConvertible> = [:]) {
         link?.send(ack, reply: reply)
+        if ack.status == .rejected { queue.rememberRejection(ack) }
         var fields: [(String, String)] = [("id", ack.id)]
         if ack.status != .spoken || again { fields.append(("status", ack.status.rawValue)) }
         if let r = ack.reason { fields.append(("reason", r)) }

@@ -62,16 +62,171 @@ struct AckOutboxTests {
         #expect(ids(o.entries.map(\.ack)) == ["b"], "only the outcome stays until its pong")
     }
 
-    @Test("a connection that ends before the pong: everything goes out again after the next welcome")
-    func resentAfterReconnect() {
+    @Test("a connection that ends before the pong: the ack is not written again; the next connection's first pong drops it")
+    func notResentAfterReconnect() {
+        var o = AckOutbox()
+        o.add(.spoken("a"))
+        o.connectionStarted()
+        #expect(ids(o.takeUnwritten()) == ["a"])
+        o.pinged(now: 1)
+        o.connectionStarted()
+        #expect(o.pong() == 0, "a pong cannot answer a ping of the previous connection")
+        #expect(ids(o.takeUnwritten()) == [], "written once (the chaos run's double ack, seeds 66466 and 67856)")
+        #expect(o.staleCount == 1)
+        o.add(.spoken("b"))
+        #expect(ids(o.takeUnwritten()) == ["b"], "never written: goes out")
+        #expect(o.needsProbe, "a ping right after the welcome settles what earlier connections left")
+        o.pinged(now: 2)
+        #expect(o.pong() == 2, "no redelivery before the first pong: the server has a")
+        #expect(o.isEmpty)
+        o.add(.spoken("a"))
+        #expect(ids(o.takeUnwritten()) == ["a"], "a later redelivery (answered by the queue's dedupe) still gets its ack: a was only inferred delivered")
+    }
+
+    @Test("a redelivery of an order whose ack went to an earlier connection: exactly one re-ack, before the pong can drop it")
+    func redeliveryIsAnsweredOnce() {
+        var o = AckOutbox()
+        o.add(.spoken("a"))
+        o.add(Ack(id: "b", status: .expired))
+        o.connectionStarted()
+        #expect(ids(o.takeUnwritten()) == ["a", "b"])
+        o.connectionStarted()  // dropped before any pong
+        #expect(o.needsProbe)
+        o.pinged(now: 1)  // right after the welcome, before the server's redeliveries are read
+        #expect(o.redelivered("a") == true, "the server did not get it")
+        #expect(o.redelivered("a") == false, "once: the second is answered like any redelivery on one connection")
+        #expect(o.redelivered("zzz") == false)
+        o.add(.spoken("a"))  // the queue's dedupe answers the same redelivery
+        #expect(ids(o.takeUnwritten()) == ["a"], "one ack line for it")
+        #expect(o.pong() == 1, "the pong drops b (not redelivered), not the re-ack written after the ping")
+        #expect(ids(o.entries.map(\.ack)) == ["a"])
+        o.pinged(now: 2)
+        #expect(o.pong() == 1)
+        o.add(.spoken("a"))
+        #expect(ids(o.takeUnwritten()) == [], "confirmed here: a late answer of the dedupe is not a second ack")
+    }
+
+    @Test("acks still in the link's own buffer when the connection died were never written: sent on the next connection")
+    func unflushedAreUnwritten() {
+        var o = AckOutbox()
+        for id in ["a", "b", "c"] { o.add(.spoken(id)) }
+        o.connectionStarted()
+        let a = o.takeNextEntry()!
+        _ = o.takeNextEntry()
+        _ = o.takeNextEntry()
+        o.unflushed(after: a.seq)  // only a reached the socket
+        o.connectionStarted()
+        #expect(ids(o.takeUnwritten()) == ["b", "c"])
+        #expect(o.staleCount == 1)
+        o.unflushed(after: 0)  // nothing of this connection reached the socket
+        o.connectionStarted()
+        #expect(ids(o.takeUnwritten()) == ["b", "c"], "again, and a stays stale")
+        #expect(o.staleCount == 1)
+    }
+
+    @Test("a server that redelivers only after many reconnects without a pong: the ack is written twice in all, once per delivery")
+    func redeliveryAfterManyReconnects() {
+        var o = AckOutbox()
+        o.add(.spoken("a"))
+        o.connectionStarted()
+        var wire = o.takeUnwritten()
+        for i in 0..<20 {
+            o.connectionStarted()
+            if o.needsProbe { o.pinged(now: Double(i)) }  // never answered: each connection dies first
+            wire += o.takeUnwritten()
+        }
+        #expect(ids(wire) == ["a"])
+        #expect(o.staleCount == 1, "kept for a redelivery")
+        o.connectionStarted()
+        #expect(o.redelivered("a") == true)
+        wire += o.takeUnwritten()
+        #expect(ids(wire) == ["a", "a"])
+        #expect(o.staleCount == 0)
+    }
+
+    @Test("a server that never answers pings: stale acks go at the time fallback, never written again meanwhile")
+    func staleWithoutPongs() {
         var o = AckOutbox()
         o.add(.spoken("a"))
         o.connectionStarted()
         _ = o.takeUnwritten()
-        o.pinged(now: 1)
         o.connectionStarted()
-        #expect(o.pong() == 0, "a pong cannot answer a ping of the previous connection")
-        #expect(ids(o.takeUnwritten()) == ["a"])
+        o.pinged(now: 10)
+        #expect(o.tick(now: 39, lastReceived: 38, heartbeat: 15) == 0)
+        #expect(o.takeUnwritten().isEmpty)
+        #expect(o.tick(now: 40, lastReceived: 9, heartbeat: 15) == 0, "not heard from since the ping")
+        #expect(o.tick(now: 40, lastReceived: 39, heartbeat: 15) == 1)
+        #expect(o.isEmpty)
+    }
+
+    @Test("write-ahead: with a file, an ack goes out only once a file write marked it written")
+    func writeAhead() {
+        var o = AckOutbox(waitsForFile: true)
+        o.connectionStarted()
+        o.add(.spoken("a"))
+        #expect(o.hasUnwritten)
+        #expect(o.takeNext() == nil, "not before the file says so")
+        #expect(!o.hasSendable)
+        let c = o.fileContent()
+        #expect(String(decoding: c.bytes, as: UTF8.self) == #"{"type":"ack","id":"a","status":"spoken","written":true}"# + "\n")
+        o.add(.spoken("b"))  // after the snapshot: not covered by it
+        o.fileWritten(through: c.flaggedThrough)
+        #expect(o.hasSendable)
+        #expect(o.takeNext()?.id == "a")
+        #expect(o.takeNext() == nil, "b waits for the next write")
+        o.add(Ack(id: "r", status: .rejected, reason: Ack.Reason.queueFull))
+        #expect(o.takeNext() == nil, "in order: behind b")
+        let c2 = o.fileContent()
+        #expect(!String(decoding: c2.bytes, as: UTF8.self).contains("\"r\""), "rejections are never in the file")
+        o.fileWritten(through: c2.flaggedThrough)
+        #expect(ids(o.takeUnwritten()) == ["b", "r"])
+        o.add(Ack(id: "r2", status: .rejected, reason: Ack.Reason.queueFull))
+        #expect(o.takeNext()?.id == "r2", "a rejection alone does not wait for the file")
+    }
+
+    @Test("the file marks what may have been written; restore makes those stale and sends only the rest; an old-format file loads as unsent")
+    func restoreAndMigrate() {
+        var o = AckOutbox(waitsForFile: true)
+        o.add(.spoken("w"))
+        o.connectionStarted()
+        o.fileWritten(through: o.fileContent().flaggedThrough)  // nothing flagged yet
+        o.flagUnwritten()
+        o.fileWritten(through: o.fileContent().flaggedThrough)
+        #expect(o.takeNext()?.id == "w")
+        o.connectionStarted()  // lost before its pong
+        o.add(Ack(id: "u", status: .expired))  // never written (not connected)
+        let file = o.encodeForFile()
+        #expect(String(decoding: file, as: UTF8.self) == #"{"type":"ack","id":"w","status":"spoken","written":true}"# + "\n" + #"{"type":"ack","id":"u","status":"expired"}"# + "\n")
+        let loaded = AckOutbox.decodeFile(file)
+        #expect(loaded == AckOutbox.Loaded(acks: [.spoken("w"), Ack(id: "u", status: .expired)], written: ["w"]))
+        var r = AckOutbox(waitsForFile: true)
+        #expect(r.restore(loaded) == (sent: 1, unsent: 1))
+        #expect(!r.dirty)
+        r.connectionStarted()
+        #expect(r.takeNext() == nil, "u is not marked written yet")
+        r.fileWritten(through: r.fileContent().flaggedThrough)
+        #expect(ids(r.takeUnwritten()) == ["u"], "only the unsent one")
+        #expect(r.staleCount == 1)
+        #expect(r.redelivered("w") == true)
+
+        // The previous release's file: plain ack lines (and rejections, which it kept too).
+        let old = #"{"type":"ack","id":"o1","status":"spoken"}"# + "\n" + #"{"type":"ack","id":"o2","status":"rejected","reason":"queue_full"}"# + "\n"
+            + #"{"type":"ack","id":"o3","status":"cancelled"}"# + "\n"
+        let l = AckOutbox.decodeFile(Array(old.utf8))
+        #expect(l.problems.isEmpty && l.written.isEmpty && l.acks.count == 3)
+        var m = AckOutbox()
+        #expect(m.restore(l) == (sent: 0, unsent: 2), "unsent (what the old release would have done: send once more); the rejection dropped")
+        m.connectionStarted()
+        #expect(ids(m.takeUnwritten()) == ["o1", "o3"])
+
+        // A hand-edited mark that is not a boolean: taken as written (never an unasked second ack).
+        let odd = AckOutbox.decodeFile(Array((#"{"type":"ack","id":"x","status":"spoken","written":"yes"}"# + "\n").utf8))
+        #expect(odd.written == ["x"] && odd.problems.count == 1)
+        // The same id twice: the last line wins.
+        let twice = AckOutbox.decodeFile(Array((#"{"type":"ack","id":"x","status":"spoken","written":true}"# + "\n" + #"{"type":"ack","id":"x","status":"cancelled"}"# + "\n").utf8))
+        var t = AckOutbox()
+        #expect(t.restore(twice) == (sent: 0, unsent: 1))
+        #expect(t.entries.map(\.ack) == [Ack(id: "x", status: .cancelled)])
     }
 
     @Test("a server that never answers pings: the time fallback confirms once it was heard from 2x heartbeat after the ping")
@@ -155,12 +310,13 @@ struct AckOutboxTests {
         #expect(ids(file.acks) == (1500..<2500).map { "b\($0)" })
     }
 
-    @Test("file round trip keeps every field, including awkward text")
+    @Test("file round trip keeps every field, including awkward text (rejections are not kept)")
     func roundTrip() {
         var o = AckOutbox()
-        let acks = [Ack.spoken("x-1"), Ack(id: "单号\"7\"\\n", status: .rejected, reason: "queue_full", message: "20 waiting\n(queue.max = 20)"),
+        let acks = [Ack.spoken("x-1"), Ack(id: "单号\"7\"\\n", status: .cancelled, reason: "r\u{1}", message: "20 waiting\n(queue.max = 20)"),
                     Ack(id: "e", status: .expired), Ack(id: "c", status: .cancelled)]
         for a in acks { o.add(a) }
+        o.add(Ack(id: "rej", status: .rejected, reason: "queue_full"))
         #expect(o.dirty)
         let bytes = o.encodeForFile()
         #expect(!o.dirty)
@@ -174,11 +330,15 @@ struct AckOutboxTests {
     func tornAndGarbage() {
         var o = AckOutbox()
         let written = (0..<20).map { Ack(id: "t\($0)", status: $0 % 3 == 0 ? .expired : .spoken) }
-        for a in written { o.add(a) }
+        for a in written.prefix(10) { o.add(a) }
+        o.flagUnwritten()  // the first ten may have been sent: marked in the file
+        for a in written.dropFirst(10) { o.add(a) }
         let bytes = o.encodeForFile()
+        let flagged = Set(written.prefix(10).map(\.id))
         for cut in 0...bytes.count {
             let got = AckOutbox.decodeFile(Array(bytes[..<cut]))
             #expect(Array(written.prefix(got.acks.count)) == got.acks, "cut at \(cut)")
+            #expect(got.written == flagged.intersection(got.acks.map(\.id)), "cut at \(cut): a mark is never lost or invented by a cut")
             #expect(got.problems.count <= 1, "cut at \(cut): \(got.problems)")
         }
         var rng = SplitMix64(seed: 13)
@@ -207,6 +367,20 @@ struct AckOutboxTests {
         #expect(q.add(Order(id: "gone", kind: .newCustomer(number: 8)), now: 0).ack?.status == .expired)
         #expect(q.waitingCount == 1)
         #expect(q.add(Order(id: "new", kind: .newCustomer(number: 9)), now: 0) == .queued)
+    }
+
+    @Test("a cancel of an order rejected for good is answered with that rejection, not cancelled (chaos seed 75107); queue_full is not remembered")
+    func cancelOfRejected() {
+        var q = AlertQueue()
+        let invalid = Ack(id: "bad", status: .rejected, reason: Ack.Reason.invalidOrder, message: "order: field \"number\" must be 0...999999, got 1000000")
+        q.rememberRejection(invalid)
+        #expect(q.cancel(id: "bad", now: 0).ack == invalid)
+        let mute = Ack(id: "mute", status: .rejected, reason: Ack.Reason.nothingToSay)
+        q.rememberRejection(mute)
+        #expect(q.cancel(id: "mute", now: 0).ack == mute)
+        q.rememberRejection(Ack(id: "full", status: .rejected, reason: Ack.Reason.queueFull))
+        #expect(q.cancel(id: "full", now: 0).ack.status == .cancelled, "queue_full invites a resend: the cancel wins")
+        #expect(q.cancel(id: "never", now: 0).ack.status == .cancelled)
     }
 
     @Test("outbox path: next to state.path unless link.outbox says otherwise; off is memory only")

@@ -82,6 +82,32 @@ struct OrderServerTests {
         #expect(!lines.all.contains("redeliver id=T-1 device=kiosk"))
     }
 
+    @Test("protocol rule 2: the redeliveries come right after the welcome, before the pong of a ping sent with the hello")
+    func redeliveryBeforePong() throws {
+        let lines = Lines()
+        let server = OrderServer(config: simConfig(), output: lines.add)
+        let port = try server.start()
+        defer { server.stop() }
+        let c1 = RawClient(port: port)
+        c1.write(#"{"type":"hello","protocol":1,"device":"k"}"# + "\n")
+        #expect(c1.readLine() == #"{"type":"welcome"}"#)
+        server.submit("1")
+        server.submit("2")
+        #expect(c1.readLine()?.contains(#""id":"T-1""#) == true)
+        #expect(c1.readLine()?.contains(#""id":"T-2""#) == true)
+        c1.write(#"{"type":"ack","id":"T-1","status":"spoken"}"# + "\n")
+        #expect(eventually { lines.has("ack id=T-1") })
+        c1.close()
+        #expect(eventually { lines.has("device disconnected device=k") })
+        // The worst case for the device's rule: the ping arrives in the same read as the hello.
+        let c2 = RawClient(port: port)
+        defer { c2.close() }
+        c2.write(#"{"type":"hello","protocol":1,"device":"k"}"# + "\n" + #"{"type":"ping"}"# + "\n")
+        #expect(c2.readLine() == #"{"type":"welcome"}"#)
+        #expect(c2.readLine()?.contains(#""id":"T-2""#) == true, "redelivered before the pong")
+        #expect(c2.readLine() == #"{"type":"pong"}"#)
+    }
+
     @Test("several devices at once each get every order; orders made before any device wait for the first")
     func severalDevices() throws {
         let lines = Lines()

@@ -94,6 +94,20 @@ def _sayings(seg):
     return res
 
 
+def _partials(seg):
+    """[(t, ids, heard_s)] from `alert: not heard in full ids=… heard_s=…`: an alert cut short;
+    its first parts, heard in full within heard_s, are the ones acked spoken (protocol.md,
+    "Partial alerts")."""
+    res = []
+    for (t, lvl, comp, msg, f), line in _segment_events(seg):
+        if comp == "alert" and msg == "not heard in full" and "ids" in f and "heard_s" in f:
+            try:
+                res.append((t, set(f["ids"].split(",")), float(f["heard_s"])))
+            except ValueError:
+                pass
+    return res
+
+
 def _spoken_lines(seg):
     return [(t, f["id"], line) for (t, lvl, comp, msg, f), line in _segment_events(seg)
             if comp == "alert" and msg == "spoken" and "id" in f]
@@ -218,6 +232,13 @@ def check(rec):
                 fails.append(Failure("spoken_is_in_capture", oid, "`spoken` logged with no `saying` line before it", [l_sp]))
                 continue
             t0, secs, _, l_say = max(cands, key=lambda s: s[0])
+            # A coalesced alert cut short (SIGTERM, an urgent order): the orders acked spoken are
+            # the parts heard in full, all within what was heard (seed 75946: the first of four
+            # parts acked after 2.1 s of a 4.3 s alert, the capture ending at 2.4 s).
+            ids_said = next((s[1] for s in _sayings(seg) if s[0] == t0 and s[3] == l_say), [])
+            cut = [h for tp, ids_cut, h in _partials(seg) if t0 <= tp <= t_sp + 0.5 and ids_cut <= set(ids_said) and oid not in ids_cut]
+            if cut:
+                secs = min(secs, max(cut))
             # Said while the device was missing: the clip waits and plays once it opens.
             t0 = max(t0, seg.get("capture_start") or t0)
             total_expected += secs

@@ -145,6 +145,39 @@ def test_spoken_when_the_capture_stopped_early_is_caught():
     assert invariants(r) == ["spoken_is_in_capture"]
 
 
+def test_a_coalesced_alert_cut_short_acks_its_first_part_against_what_was_heard():
+    # seed 75946: four orders in a 4.3 s alert, SIGTERM 2.1 s in: the first part (heard in full)
+    # is acked spoken, the others are not; the capture ends at 2.4 s. Right, not a failure.
+    r = Rec()
+    for i in "ABCD":
+        r.order(i, T0 + 1)
+    r.say(["A", "B", "C", "D"], T0 + 1.2, 4.3, spoken=False)
+    r.seg["speech"] = [iv for iv in r.seg["speech"] if iv[1] < T0 + 1.2 + 2.3]
+    r.seg["log"].append(L(T0 + 3.3, "INFO", "alert", "spoken", id="A", text="新客户来了，一号"))
+    r.seg["log"].append(L(T0 + 3.3, "INFO", "alert", "not heard in full", ids="B,C,D", heard_s="2.1",
+                          why="stopping; not acked, the server redelivers them"))
+    r.ack("A", T0 + 3.4)
+    r = r.done(T0 + 3.6)
+    r["segments"][0]["capture_end"] = T0 + 1.2 + 2.4
+    fails = [f for f in checker.check(r) if f.invariant == "spoken_is_in_capture"]
+    assert fails == [], [f.detail for f in fails]
+
+
+def test_a_cut_alert_acked_spoken_as_a_whole_is_still_caught():
+    # The same cut, but every part acked spoken (issue 13 item 5's defect): still a failure.
+    r = Rec()
+    for i in "AB":
+        r.order(i, T0 + 1)
+    r.say(["A", "B"], T0 + 1.2, 4.3, spoken=False)
+    r.seg["speech"] = [iv for iv in r.seg["speech"] if iv[1] < T0 + 1.2 + 2.3]
+    for i in "AB":
+        r.seg["log"].append(L(T0 + 3.3, "INFO", "alert", "spoken", id=i, text="新客户来了，一号"))
+        r.ack(i, T0 + 3.4)
+    r = r.done(T0 + 3.6)
+    r["segments"][0]["capture_end"] = T0 + 1.2 + 2.4
+    assert "spoken_is_in_capture" in invariants(r)
+
+
 def test_never_acked_is_caught():
     r = healthy().order("E", T0 + 12)
     assert invariants(r.done()) == ["acked_exactly_once"]

@@ -160,7 +160,7 @@ def test_spoken_while_the_server_was_down_then_restart_is_said_once_and_acked_on
         sim2.wait_for(r"^listening addr=", which="out")
         crier2 = crier_run(box, port, "link.heartbeat = 1\n")
         try:
-            crier2.wait_for(r"INFO link: acks from before the restart will be sent after the next welcome .*acks=1")
+            crier2.wait_for(r"INFO link: acks from before the restart: .*acks=1 ")
             sim2.wait_for(r"^redeliver id=%s" % oid, which="out")
             sim2.wait_for(r"^ack id=%s status=spoken" % oid, which="out", timeout=20)
             # Long enough for a second ack or a second speaking to show up.
@@ -179,3 +179,128 @@ def test_spoken_while_the_server_was_down_then_restart_is_said_once_and_acked_on
     # Delivered (ponged) before the stop: the outbox is empty again.
     with open(acks_file(box)) as f:
         assert f.read() == ""
+
+
+class ScriptedConn:
+    """One accepted connection, read line by line with a deadline."""
+
+    def __init__(self, listener, timeout=15):
+        listener.settimeout(timeout)
+        self.c, _ = listener.accept()
+        self.buf = b""
+
+    def send(self, *msgs):
+        self.c.sendall(b"".join(json.dumps(m).encode() + b"\n" for m in msgs))
+
+    def line(self, timeout):
+        end = time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = end - time.monotonic()
+            if left <= 0:
+                return None
+            self.c.settimeout(left)
+            try:
+                data = self.c.recv(65536)
+            except socket.timeout:
+                return None
+            if not data:
+                return None
+            self.buf += data
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def close(self):
+        self.c.close()
+
+
+@pytest.mark.parametrize("redeliver", [False, True])
+def test_an_ack_written_before_a_drop_is_not_resent_and_a_redelivery_is_answered_once(box, redeliver):
+    """Issue 13 item 18 (chaos seeds 66466, 67856): the ack is written, the connection ends
+    before its pong; after the reconnect it is not written again, unless the server redelivers
+    the order: then exactly one ack, and the order is not said again."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    port = listener.getsockname()[1]
+    order = {"type": "order", "id": "X-1", "kind": "new_customer", "number": 5}
+    second = []
+    crier = crier_run(box, port, "link.heartbeat = 2\n")
+    try:
+        c1 = ScriptedConn(listener)
+        assert c1.line(10)["type"] == "hello"
+        c1.send({"type": "welcome"}, order)
+        while True:  # never a pong on this connection
+            m = c1.line(30)
+            assert m is not None, "no ack on the first connection"
+            if m["type"] == "ack":
+                assert m == {"type": "ack", "id": "X-1", "status": "spoken"}
+                break
+        c1.close()
+        c2 = ScriptedConn(listener)
+        assert c2.line(10)["type"] == "hello"
+        c2.send({"type": "welcome"}, *([order] if redeliver else []))
+        end = time.monotonic() + 4
+        while time.monotonic() < end:
+            m = c2.line(max(0.05, end - time.monotonic()))
+            if m is None:
+                continue
+            second.append(m)
+            if m["type"] == "ping":
+                c2.send({"type": "pong"})
+        c2.close()
+    finally:
+        crier.stop()
+        listener.close()
+    log = "\n".join(crier.lines())
+    acks = [m for m in second if m["type"] == "ack"]
+    if redeliver:
+        assert acks == [{"type": "ack", "id": "X-1", "status": "spoken"}], second
+        assert "INFO alert: acked again: spoken id=X-1" in log, log[-2000:]
+    else:
+        assert acks == [], second
+    assert {"type": "ping"} in second, "a ping right after the welcome settles the earlier ack"
+    assert log.count("INFO alert: spoken id=X-1") == 1, log[-2000:]
+    with open(acks_file(box)) as f:
+        assert f.read() == "", "confirmed by the second connection's pong"
+
+
+def test_a_cancel_of_a_rejected_order_gets_the_rejection_again(box):
+    """Chaos seed 75107: an order rejected for good (malformed at the link, or nothing to say in
+    the daemon), then cancelled: the cancel is answered with the same rejection, never a
+    second, different final status (`cancelled`)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    port = listener.getsockname()[1]
+    acks = []
+    crier = crier_run(box, port, "link.heartbeat = 5\n")
+    try:
+        c = ScriptedConn(listener)
+        assert c.line(10)["type"] == "hello"
+        c.send({"type": "welcome"},
+               {"type": "order", "id": "R-1", "kind": "new_customer", "number": 1000000},
+               {"type": "order", "id": "R-2", "kind": "text", "text": "\u200b\u200d"})
+        end = time.monotonic() + 20
+        while len(acks) < 2 and time.monotonic() < end:
+            m = c.line(1)
+            if m and m["type"] == "ack":
+                acks.append(m)
+            elif m and m["type"] == "ping":
+                c.send({"type": "pong"})
+        c.send({"type": "cancel", "id": "R-1"}, {"type": "cancel", "id": "R-2"})
+        end = time.monotonic() + 10
+        while len(acks) < 4 and time.monotonic() < end:
+            m = c.line(1)
+            if m and m["type"] == "ack":
+                acks.append(m)
+            elif m and m["type"] == "ping":
+                c.send({"type": "pong"})
+        c.close()
+    finally:
+        crier.stop()
+        listener.close()
+    by_id = {}
+    for a in acks:
+        by_id.setdefault(a["id"], []).append((a["status"], a.get("reason")))
+    assert by_id.get("R-1") == [("rejected", "invalid_order")] * 2, acks
+    assert by_id.get("R-2") == [("rejected", "nothing_to_say")] * 2, acks

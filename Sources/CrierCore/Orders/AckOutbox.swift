@@ -1,14 +1,29 @@
-/// Acks the server may not have yet (docs/protocol.md, "Ack outbox"). Protocol v1 has no
+/// Acks the server may not have yet (docs/protocol.md, section 6a). Protocol v1 has no
 /// ack-of-ack, so "delivered" is defined here: an ack counts as delivered once the server
 /// answered a ping that was written after it. TCP keeps order and a server reads its lines in
 /// order, so its pong proves it read every line before that ping. For a server that does not
 /// answer pings at all, the fallback is weaker: the connection stayed up, with the server
 /// heard from, for 2 × heartbeat after the ping.
 ///
-/// Until then an ack stays here: written again after every reconnect (a duplicate ack is
-/// harmless, the server ignores acks for orders it no longer holds) and kept across restarts
-/// by the link's file (the newest `durableMax` of them). Pure: the link reports what it wrote,
-/// pinged and received, with the time.
+/// Each entry is in one of three states, by its `seq` (entries are sorted by it, so each state
+/// is a contiguous run, oldest first):
+///
+///     seq ≤ staleThrough            written on an EARLIER connection (or before a restart) and
+///                                   never confirmed: not written again. It answers the server
+///                                   if the server redelivers that order (a redelivery says "I
+///                                   did not get it"); the first confirmation on the new
+///                                   connection (pong, or the time fallback) drops the rest.
+///     staleThrough < seq ≤ written  written on THIS connection, waiting for its pong.
+///     seq > written                 never written to any connection: goes out next.
+///
+/// Write-ahead: before an entry goes to a connection, the file must say it may have been
+/// written (`flagged`, then `onDisk` once the file holds it). So the file always
+/// over-approximates what went out: after a power cut an entry the file calls unsent really
+/// was never sent (sending it is no duplicate), and one it calls written is only an answer to a
+/// redelivery (the server keeps what it did not get and redelivers it, so nothing is lost).
+///
+/// Pure: the link reports what it wrote, pinged and received, with the time; the store reports
+/// what reached the file.
 public struct AckOutbox: Sendable {
     public struct Entry: Sendable, Equatable {
         public var ack: Ack
@@ -20,40 +35,58 @@ public struct AckOutbox: Sendable {
     public let capacity: Int
     /// Most acks in the file (the newest ones).
     public let durableMax: Int
-    /// Oldest first, so ordered by `seq`: what was written is a prefix, what is confirmed too.
+    /// There is a file: an entry goes out only once the file marks it written. False (memory
+    /// only): at once.
+    public let waitsForFile: Bool
+    /// Oldest first, so ordered by `seq`: stale, then written here, then unwritten.
     public private(set) var entries: [Entry] = []
     /// id → seq of its entry: O(1) dedupe in a burst of thousands.
     private var seqOf: [String: UInt64] = [:]
     private var nextSeq: UInt64 = 1
-    /// Entries with `seq <= written` went to the current connection.
+    /// Entries with `seq <= written` went to a connection (this one or an earlier one).
     private var written: UInt64 = 0
+    /// Entries with `seq <= staleThrough` went to an earlier connection (or to one before a
+    /// restart) and are not written again.
+    private var staleThrough: UInt64 = 0
+    /// Entries with `seq <= flagged` are marked written in the file's next content.
+    private var flagged: UInt64 = 0
+    /// The `flagged` mark the file on disk holds: entries up to it may be written.
+    private var onDisk: UInt64 = 0
     /// Pings written on this connection and not answered yet, oldest first: the `written`
     /// mark at the time of each, and when it was sent.
     private var probes: [(through: UInt64, at: Double)] = []
     /// This connection's server never answered a ping in time: pongs no longer count (one
     /// arriving late would confirm the wrong acks); only the time fallback does.
     private var pongsUnreliable = false
-    /// Acks this connection's server is known to have: the same answer again (a redelivery
-    /// that crossed our ack on the wire) is not sent twice. Forgotten on reconnect: a server
-    /// that redelivers on a new connection did not keep the ack and must get it again.
+    /// Acks this connection's server is known to have read (a pong confirmed them): the same
+    /// answer again (a redelivery that crossed our ack on the wire) is not sent twice.
+    /// Forgotten on reconnect: a server that redelivers on a new connection did not keep the
+    /// ack and must get it again. Stale entries dropped by the first confirmation are not
+    /// here: that the server has them is only inferred, so a later redelivery is answered.
     private var deliveredHere: [String: Ack.Status] = [:]
     /// Acks dropped because `capacity` was reached (for the log).
     public private(set) var dropped = 0
     /// The file's content no longer matches `entries`.
     public private(set) var dirty = false
 
-    public init(capacity: Int = 100_000, durableMax: Int = 1000) {
+    public init(capacity: Int = 100_000, durableMax: Int = 1000, waitsForFile: Bool = false) {
         self.capacity = max(1, capacity)
         self.durableMax = max(1, durableMax)
+        self.waitsForFile = waitsForFile
     }
 
     public var count: Int { entries.count }
     public var isEmpty: Bool { entries.isEmpty }
+    /// Entries written on an earlier connection (or before a restart), not yet confirmed.
+    public var staleCount: Int { index(after: staleThrough) }
 
     /// Queues an ack. A second ack for the same id with another status replaces the first (the
-    /// newest status is what the box means); with the same status it changes nothing. Returns the ack dropped to stay within `capacity`, if any.
-    /// `reply`: the answer to a server's cancel (docs/protocol.md, section 5), sent even when this
-    /// connection's server already has that ack: it asked, so it gets an answer.
+    /// newest status is what the box means); with the same status it changes nothing, unless
+    /// the one here went to an earlier connection (then it goes out again: someone asked).
+    /// Returns the ack dropped to stay within `capacity`, if any.
+    /// `reply`: the answer to a server's cancel or redelivery (docs/protocol.md, sections 5
+    /// and 6), sent even when this connection's server already has that ack: it asked, so it
+    /// gets an answer.
     @discardableResult
     public mutating func add(_ ack: Ack, reply: Bool = false) -> Ack? {
         // A rejection answers one delivery (`queue_full` invites the server to send the order
@@ -61,25 +94,41 @@ public struct AckOutbox: Sendable {
         // a server that resends on each rejection waits for ever (found by the chaos run).
         // A written rejection leaves the outbox at once (takeNext, takeUnwritten): it is no
         // outcome to keep (a lost one is answered again at the next delivery), and a flood of
-        // them must fill neither memory nor the file.
+        // them must fill neither memory nor the file (rejections are never in the file).
         let reply = reply || ack.status == .rejected
         if !reply, deliveredHere[ack.id] == ack.status { return nil }
+        var changesFile = ack.status != .rejected
         if let old = seqOf[ack.id] {
             let i = index(after: old - 1)
             // The same answer again (a redelivery of an order whose ack is still here): one
             // ack line per connection is enough.
-            if entries[i].ack.status == ack.status && !reply { return nil }
+            if entries[i].ack.status == ack.status && !reply && old > staleThrough { return nil }
+            if entries[i].ack.status != .rejected { changesFile = true }
             entries.remove(at: i)
         }
         entries.append(Entry(ack: ack, seq: nextSeq))
         seqOf[ack.id] = nextSeq
         nextSeq += 1
-        dirty = true
+        if changesFile { dirty = true }
         guard entries.count > capacity else { return nil }
         dropped += 1
         let first = entries.removeFirst().ack
         seqOf[first.id] = nil
         return first
+    }
+
+    /// The server sent order `id` on this connection. If its ack went to an earlier connection
+    /// and was never confirmed, the server says it did not get it: that ack goes out again, once,
+    /// as a reply. True when it did (the caller still hands the order on: the queue's dedupe
+    /// answers it with the same status, which is then folded into this one).
+    @discardableResult
+    public mutating func redelivered(_ id: String) -> Bool {
+        guard let s = seqOf[id], s <= staleThrough else { return false }
+        let i = index(after: s - 1)
+        let ack = entries[i].ack
+        guard ack.status != .rejected else { return false }
+        add(ack, reply: true)
+        return true
     }
 
     /// The index of the first entry with `seq > after` (binary search; entries are sorted).
@@ -92,47 +141,114 @@ public struct AckOutbox: Sendable {
         return lo
     }
 
-    /// A new connection was welcomed: every ack still here goes out again.
+    /// A new connection was welcomed: what went to earlier connections is not written again
+    /// (it answers redeliveries, and the first confirmation here drops it); what never went
+    /// out goes now.
     public mutating func connectionStarted() {
-        written = 0
+        staleThrough = written
         probes = []
         pongsUnreliable = false
         deliveredHere = [:]
     }
 
-    /// The acks not yet written on this connection, oldest first; they count as written.
-    public mutating func takeUnwritten() -> [Ack] {
-        let start = index(after: written)
-        let out = entries[start...].map(\.ack)
-        if let last = entries.last { written = max(written, last.seq) }
-        if out.contains(where: { $0.status == .rejected }) {
-            for e in entries[start...] where e.ack.status == .rejected { seqOf[e.ack.id] = nil }
-            entries.replaceSubrange(start..., with: entries[start...].filter { $0.ack.status != .rejected })
-            dirty = true
+    /// Marks every entry not yet written as "may have been written" for the file: the first
+    /// step of sending (the link does it as soon as an ack arrives while connected, so that
+    /// one file write covers the ack and its flag).
+    public mutating func flagUnwritten() {
+        guard let last = entries.last, last.seq > flagged else { return }
+        if entries[index(after: flagged)...].contains(where: { $0.ack.status != .rejected }) { dirty = true }
+        flagged = last.seq
+        if !waitsForFile { onDisk = flagged }
+    }
+
+    /// What a file write holds: its bytes and the `flagged` mark they carry.
+    public struct FileContent: Sendable, Equatable {
+        public var bytes: [UInt8]
+        public var flaggedThrough: UInt64
+    }
+
+    /// The file's bytes: one protocol ack line per entry (rejections left out), the newest
+    /// `durableMax`, entries that may have been written with `"written":true`; then marks the
+    /// outbox clean.
+    public mutating func fileContent() -> FileContent {
+        dirty = false
+        var kept: [Entry] = []
+        for e in entries.reversed() where e.ack.status != .rejected {
+            kept.append(e)
+            if kept.count == durableMax { break }
         }
+        var out: [UInt8] = []
+        for e in kept.reversed() {
+            var o = ProtocolCodec.object(.ack(e.ack))
+            if e.seq <= flagged { o["written"] = .bool(true) }
+            JSON.write(.object(o), into: &out)
+            out.append(0x0A)
+        }
+        return FileContent(bytes: out, flaggedThrough: flagged)
+    }
+
+    /// `fileContent().bytes`.
+    public mutating func encodeForFile() -> [UInt8] { fileContent().bytes }
+
+    /// A write of `fileContent` with this mark ended: entries up to it may go out. Also after a
+    /// failed write: an unwritable file must not hold the acks back for ever (the failure is
+    /// logged; the outbox is then memory only, as with `link.outbox = off`).
+    public mutating func fileWritten(through mark: UInt64) {
+        onDisk = max(onDisk, min(mark, flagged))
+    }
+
+    /// The file write failed: the next attempt writes again.
+    public mutating func markDirty() { dirty = true }
+
+    /// How many acks `encodeForFile` leaves out.
+    public var notDurable: Int { max(0, entries.count - durableMax) }
+
+    /// The acks not yet written, that may be written now, oldest first; they count as written.
+    public mutating func takeUnwritten() -> [Ack] {
+        var out: [Ack] = []
+        while let a = takeNext() { out.append(a) }
         return out
     }
 
-    /// Some ack still waits to be written on this connection.
+    /// Some ack was never written on any connection.
     public var hasUnwritten: Bool { entries.last.map { $0.seq > written } ?? false }
 
-    /// The oldest ack not yet written on this connection (it counts as written), or nil. For
-    /// a caller that takes only what its output buffer holds: a backlog of thousands never
-    /// piles up in front of a slow reader.
-    public mutating func takeNext() -> Ack? {
+    /// `takeNext` has something now (not waiting for the file).
+    public var hasSendable: Bool {
         let i = index(after: written)
-        guard i < entries.count else { return nil }
-        written = entries[i].seq
-        let ack = entries[i].ack
-        if ack.status == .rejected {
-            seqOf[ack.id] = nil
-            entries.remove(at: i)
-            dirty = true
-        }
-        return ack
+        guard i < entries.count else { return false }
+        return !waitsForFile || entries[i].ack.status == .rejected || entries[i].seq <= onDisk
     }
 
-    /// Something was written and no ping covers it yet: send one to learn it arrived.
+    /// The oldest ack never written, if the file already says it may be (it counts as written),
+    /// or nil. For a caller that takes only what its output buffer holds: a backlog of
+    /// thousands never piles up in front of a slow reader.
+    public mutating func takeNext() -> Ack? { takeNextEntry()?.ack }
+
+    /// `takeNext` with the entry's `seq` (for `unflushed(after:)`).
+    public mutating func takeNextEntry() -> Entry? {
+        let i = index(after: written)
+        guard i < entries.count else { return nil }
+        flagUnwritten()
+        let e = entries[i]
+        guard e.ack.status == .rejected || e.seq <= onDisk else { return nil }
+        written = e.seq
+        if e.ack.status == .rejected {
+            seqOf[e.ack.id] = nil
+            entries.remove(at: i)
+        }
+        return e
+    }
+
+    /// The connection ended with the entries after `seq` still in the link's own output buffer:
+    /// they never reached the socket, so they were never written (sent on the next connection).
+    /// Only entries taken on this connection are affected.
+    public mutating func unflushed(after seq: UInt64) {
+        written = max(staleThrough, min(written, seq))
+    }
+
+    /// Something was written and no ping covers it yet: send one to learn it arrived (right
+    /// after a welcome too, when acks of earlier connections are still unconfirmed).
     public var needsProbe: Bool {
         probes.isEmpty && (entries.first.map { $0.seq <= written } ?? false)
     }
@@ -145,8 +261,10 @@ public struct AckOutbox: Sendable {
         probes.append((written, now))
     }
 
-    /// A pong arrived: the acks written before the ping it answers were read by the server.
-    /// Returns how many left the outbox.
+    /// A pong arrived: the acks written before the ping it answers were read by the server,
+    /// and any redelivery the server had for this connection came before it (section 6: the
+    /// server redelivers right after the welcome), so the stale entries it did not ask for are
+    /// taken as delivered too. Returns how many left the outbox.
     @discardableResult
     public mutating func pong() -> Int {
         guard !pongsUnreliable, !probes.isEmpty else { return 0 }
@@ -169,36 +287,29 @@ public struct AckOutbox: Sendable {
         if deliveredHere.count + n > 10_000 { deliveredHere = [:] }  // bounded; at worst an ack is sent twice
         for e in entries[..<n] {
             seqOf[e.ack.id] = nil
-            deliveredHere[e.ack.id] = e.ack.status
+            if e.seq > staleThrough { deliveredHere[e.ack.id] = e.ack.status }
         }
         entries.removeFirst(n)
         dirty = true
         return n
     }
 
-    /// The file's bytes: one protocol ack line per entry, the newest `durableMax`, then marks
-    /// the outbox clean.
-    public mutating func encodeForFile() -> [UInt8] {
-        dirty = false
-        var out: [UInt8] = []
-        for e in entries.suffix(durableMax) { out += ProtocolCodec.line(.ack(e.ack)) }
-        return out
-    }
-
-    /// The file write failed: the next attempt writes again.
-    public mutating func markDirty() { dirty = true }
-
-    /// How many acks `encodeForFile` leaves out.
-    public var notDurable: Int { max(0, entries.count - durableMax) }
-
     public struct Loaded: Sendable, Equatable {
         public var acks: [Ack] = []
+        /// Ids of the acks the file marks `"written":true` (sent, or about to be, and not
+        /// confirmed). A file of the previous release has no mark: all its acks count as unsent.
+        public var written: Set<String> = []
         /// One per bad line (a torn write cannot happen with rename, a damaged card can).
         public var problems: [String] = []
+
+        public init(acks: [Ack] = [], written: Set<String> = [], problems: [String] = []) {
+            (self.acks, self.written, self.problems) = (acks, written, problems)
+        }
     }
 
-    /// Reads a file written by `encodeForFile`: bad lines are reported and skipped, at most
-    /// `durableMax` acks (the last ones) are kept. Never fails.
+    /// Reads a file written by `fileContent` (or by the previous release: plain ack lines):
+    /// bad lines are reported and skipped, at most `durableMax` acks (the last ones) are kept.
+    /// Never fails.
     public static func decodeFile(_ bytes: [UInt8], durableMax: Int = 1000) -> Loaded {
         var out = Loaded()
         var framer = LineFramer()
@@ -211,8 +322,19 @@ public struct AckOutbox: Sendable {
             case .tooLong(let n):
                 out.problems.append("line \(lineNo): \(n) bytes without a newline; the rest of the file is ignored")
             case .line(let l):
-                switch ProtocolCodec.decode(l) {
-                case .success(.ack(let a)): out.acks.append(a)
+                let d = ProtocolCodec.decodeKeepingObject(l)
+                switch d.message {
+                case .success(.ack(let a)):
+                    out.acks.append(a)
+                    switch d.object?["written"] {
+                    case nil, .bool(false)?: out.written.remove(a.id)
+                    case .bool(true)?: out.written.insert(a.id)
+                    case let v?:
+                        // Unreadable mark: the safe reading is "may have been sent" (it then
+                        // only answers a redelivery; never a second ack the server did not ask for).
+                        out.written.insert(a.id)
+                        out.problems.append("line \(lineNo): \"written\" must be true or false, got \(v.typeName); taken as true")
+                    }
                 case .success(let m): out.problems.append("line \(lineNo): a \(m.typeName) message, not an ack; skipped")
                 case .failure(let e): out.problems.append("line \(lineNo): \(e.message); skipped")
                 }
@@ -223,7 +345,38 @@ public struct AckOutbox: Sendable {
             }
         }
         if out.acks.count > durableMax { out.acks.removeFirst(out.acks.count - durableMax) }
+        let kept = Set(out.acks.map(\.id))
+        out.written.formIntersection(kept)
         return out
+    }
+
+    /// Fills the outbox (replacing its content) from a file read at start. Acks the file marks
+    /// written become stale entries (not sent again; they answer a redelivery, and the first
+    /// confirmation on the first connection drops the others); the rest are sent after the
+    /// first welcome.
+    /// Rejections are left out (each answers one delivery, and the server redelivers an order
+    /// it has no final ack for). The last line of an id wins. Returns how many of each were kept.
+    @discardableResult
+    public mutating func restore(_ loaded: Loaded) -> (sent: Int, unsent: Int) {
+        self = AckOutbox(capacity: capacity, durableMax: durableMax, waitsForFile: waitsForFile)  // replaces whatever was here
+        var last: [String: Int] = [:]
+        for (i, a) in loaded.acks.enumerated() { last[a.id] = i }
+        let acks = loaded.acks.enumerated().filter { last[$0.element.id] == $0.offset && $0.element.status != .rejected }.map(\.element)
+        let sent = acks.filter { loaded.written.contains($0.id) }
+        let unsent = acks.filter { !loaded.written.contains($0.id) }
+        for a in sent + unsent {
+            entries.append(Entry(ack: a, seq: nextSeq))
+            seqOf[a.id] = nextSeq
+            nextSeq += 1
+        }
+        let mark = UInt64(sent.count)
+        (written, staleThrough, flagged, onDisk) = (mark, mark, mark, mark)
+        while entries.count > capacity {
+            dropped += 1
+            seqOf[entries.removeFirst().ack.id] = nil
+        }
+        dirty = false
+        return (sent.count, unsent.count)
     }
 }
 

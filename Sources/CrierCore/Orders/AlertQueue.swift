@@ -107,7 +107,9 @@ public struct AlertQueue: Sendable {
     private var inFlight: [String: Entry] = [:]
     private var repeating: [Repeating] = []
     private var replays: [Alert] = []
-    private var outcomes = RecentOutcomes(capacity: 1024)
+    private var outcomes = RecentOutcomes<Ack.Status>(capacity: 1024)
+    /// Final rejections (not `queue_full`): a cancel of one is answered with it.
+    private var rejections = RecentOutcomes<Ack>(capacity: 1024)
     private var seq: UInt64 = 0
     /// The last `historyMax` alerts said for the first time, newest last.
     public private(set) var history: [Alert] = []
@@ -118,6 +120,7 @@ public struct AlertQueue: Sendable {
         self.remember = max(remember, 1024)
         self.historyMax = historyMax
         outcomes = RecentOutcomes(capacity: self.remember)
+        rejections = RecentOutcomes(capacity: self.remember)
     }
 
     /// Orders waiting to be said (not counting one being said).
@@ -155,6 +158,15 @@ public struct AlertQueue: Sendable {
     /// Rejections are not remembered, as in `add`: `queue_full` invites the server to try again.
     public mutating func restore(_ acks: [Ack]) {
         for a in acks where a.status != .rejected { outcomes[a.id] = a.status }
+    }
+
+    /// An order rejected for good (any reason but `queue_full`, which invites the server to
+    /// send it again): a later cancel of it is answered with this same rejection (docs/protocol.md
+    /// section 5: the server learns the truth). In memory only, like the other outcomes the
+    /// outbox file does not hold.
+    public mutating func rememberRejection(_ ack: Ack) {
+        guard ack.status == .rejected, ack.reason != Ack.Reason.queueFull else { return }
+        rejections[ack.id] = ack
     }
 
     public mutating func add(_ order: Order, now: Double) -> Admission {
@@ -198,6 +210,11 @@ public struct AlertQueue: Sendable {
         if let status = outcomes[id] {
             return Cancellation(ack: Ack(id: id, status: status, message: status == .cancelled ? nil : "already \(status.rawValue)"),
                                 wasPlaying: false, stoppedRepeats: stopped)
+        }
+        // Rejected for good (malformed, nothing to say): the server learns that again, not a
+        // second, different final status (found by the chaos run, seed 75107).
+        if let r = rejections[id] {
+            return Cancellation(ack: r, wasPlaying: false, stoppedRepeats: stopped)
         }
         outcomes[id] = .cancelled
         return Cancellation(ack: Ack(id: id, status: .cancelled, message: "not received before the cancel; it will not be said"),
@@ -431,9 +448,9 @@ public struct AlertQueue: Sendable {
 }
 
 /// The last `capacity` final outcomes by id (insertion order; an update keeps its place).
-struct RecentOutcomes: Sendable {
+struct RecentOutcomes<Value: Sendable>: Sendable {
     let capacity: Int
-    private var status: [String: Ack.Status] = [:]
+    private var status: [String: Value] = [:]
     private var order: [String] = []
     private var head = 0
 
@@ -441,7 +458,7 @@ struct RecentOutcomes: Sendable {
 
     var count: Int { status.count }
 
-    subscript(id: String) -> Ack.Status? {
+    subscript(id: String) -> Value? {
         get { status[id] }
         set {
             guard let newValue else { return }
