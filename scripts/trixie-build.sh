@@ -97,7 +97,10 @@ if [ "$TARGET" = arm64 ]; then
   SWIFT_FLAGS="$SWIFT_FLAGS -c release --static-swift-stdlib --swift-sdks-path /sdk/sdks --swift-sdk crier-trixie-arm64"
 else
   ENVS=""
-  ((RELEASE)) && SWIFT_FLAGS="$SWIFT_FLAGS -c release --static-swift-stdlib"
+  # Release (what the trixie amd64 .deb packages): linked by lld with full RELRO and immediate
+  # binding, as Debian's hardening asks (lintian hardening-no-relro). Debian 13's swift links
+  # amd64 with gold by default, and gold gave the static-stdlib binary no PT_GNU_RELRO.
+  ((RELEASE)) && SWIFT_FLAGS="$SWIFT_FLAGS -c release --static-swift-stdlib -Xswiftc -use-ld=lld -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now"
 fi
 
 gpio_known() {   # $1: build log. True when the only failing module is CrierGPIO and it has no v2 backend.
