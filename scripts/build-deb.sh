@@ -23,9 +23,10 @@
 # The package holds the binary, the systemd unit, sysusers/tmpfiles entries, the gpio udev
 # rule, systemd's watchdog drop-in, the example configs (crier.conf, asound.conf, config.txt)
 # and the docs. Depends are computed from the binary with dpkg-shlibdeps, plus the data the
-# runtime reads (espeak-ng-data). Build on the architecture you package for (arm64 for a Pi):
-# the Architecture field is the build machine's (`dpkg --print-architecture`), and the binary
-# must match it. Needs no root: dpkg-deb --root-owner-group.
+# runtime reads (espeak-ng-data). --target host packages for the build machine's architecture
+# (`dpkg --print-architecture`; the binary must match it); a Pi's Debian 13 package is
+# cross-built on x86_64 with --target trixie-arm64 (scripts/build-image.sh --arch arm64 does
+# that itself). --target host needs no root: dpkg-deb --root-owner-group.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$ROOT"

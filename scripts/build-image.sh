@@ -2,18 +2,25 @@
 # Builds a flashable Crier disk image (MBR: FAT32 boot + read-only ext4 root + small ext4 data)
 # from Debian 13 "trixie" packages (or Debian 12 "bookworm" with --suite bookworm).
 #
-#   scripts/build-image.sh --arch amd64|arm64 [--suite trixie|bookworm] [--deb FILE] [--out FILE]
-#                          [--mirror URL] [--no-xz]
-#                          [--reuse-root]   (development: keep the root tree of the last build
-#                                            if its mmdebstrap run succeeded; skips step 2)
-#                          [--cache DIR]    (CI: reuse a finished image from DIR when nothing
-#                                            that goes into it changed; see "cache key" below)
+#   scripts/build-image.sh --arch amd64|arm64 [--suite trixie|bookworm] [--deb FILE | --no-crier]
+#                          [--out FILE] [--mirror URL] [--no-xz] [--cache DIR | --no-cache]
+#
+#   --deb FILE   the crier package to put in. Without it the package is built here, in the
+#                background while the root is made: trixie: scripts/build-deb.sh --target
+#                trixie-<arch> (the cached Debian 13 roots, built first if missing; arm64 is
+#                cross-compiled); bookworm: scripts/build-deb.sh (the host's Swift).
+#   --no-crier   no crier: the runtime libraries and the boot layout only.
+#   --cache DIR  where the base root lives (default /var/cache/crier-image): everything but crier,
+#                keyed on the recipe and the mirror's package indexes; crier is layered onto a
+#                copy of it on every run. --no-cache: build the base root for this run only.
+#   --reuse-root the same as the default --cache (kept for older command lines).
 #
 # The recipe is image/ (package lists, mmdebstrap hooks, overlay files); this script only runs
-# it and assembles the disk without loop mounts: mmdebstrap into a directory, mkfs.vfat + mcopy
-# for the boot partition, mkfs.ext4 -d for the root and for crier-data (the state that the
-# image's fstab bind-mounts from it, moved out of the root tree), sfdisk on a sparse file, dd at
-# the offsets.
+# it and assembles the disk without loop mounts: mmdebstrap into a directory (the base root,
+# cached), crier's .deb installed into a copy of it (dpkg in a chroot, qemu-user for arm64),
+# mkfs.vfat + mcopy for the boot partition, mkfs.ext4 -d for the root and for crier-data (the
+# state that the image's fstab bind-mounts from it, moved out of the root tree), sfdisk on a
+# sparse file, dd at the offsets.
 # Outputs next to --out (default out/crier-<arch>.img):
 #   crier-<arch>.img             raw image (sparse)         crier-<arch>.img.xz(.sha256)
 #   crier-<arch>.manifest        package versions + inputs  crier-<arch>.build.log
@@ -22,19 +29,21 @@
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
-ARCH="" DEB="" OUT="" MIRROR="http://deb.debian.org/debian" XZ=1 REUSE=0 CACHE=""
-SUITE=trixie
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+ARCH="" DEB="" OUT="" MIRROR="http://deb.debian.org/debian" XZ=1 CACHE="${CRIER_IMAGE_CACHE:-/var/cache/crier-image}"
+SUITE=trixie CRIER=1
+usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 while (($#)); do
   case "$1" in
     --arch) ARCH="$2"; shift 2 ;;
     --suite) SUITE="$2"; shift 2 ;;
     --deb) DEB="$2"; shift 2 ;;
+    --no-crier) CRIER=0; shift ;;
     --out) OUT="$2"; shift 2 ;;
     --mirror) MIRROR="$2"; shift 2 ;;
     --no-xz) XZ=0; shift ;;
-    --reuse-root) REUSE=1; shift ;;
     --cache) CACHE="$2"; shift 2 ;;
+    --no-cache) CACHE=""; shift ;;
+    --reuse-root) shift ;;
     -h|--help) usage 0 ;;
     *) echo "build-image: unknown argument $1" >&2; usage ;;
   esac
@@ -42,19 +51,25 @@ done
 case "$ARCH" in amd64|arm64) ;; *) echo "build-image: --arch amd64|arm64 is required" >&2; usage ;; esac
 case "$SUITE" in trixie|bookworm) ;; *) echo "build-image: --suite trixie|bookworm, not '$SUITE'" >&2; usage ;; esac
 [ "$(id -u)" = 0 ] || { echo "build-image: must run as root (mmdebstrap --mode=root, chroot)" >&2; exit 1; }
+((CRIER)) || [ -z "$DEB" ] || { echo "build-image: --deb and --no-crier exclude each other" >&2; exit 2; }
+check_deb() {
+  local deb="$1" deb_arch
+  deb_arch="$(dpkg-deb -f "$deb" Architecture)"
+  [ "$deb_arch" = "$ARCH" ] || [ "$deb_arch" = all ] || {
+    echo "build-image: $deb is for $deb_arch, not $ARCH" >&2; return 1; }
+  # A crier built against libgpiod 1.6 (the v1 backend: Raspberry Pi OS / Debian 12) depends on
+  # libgpiod2, which trixie does not have.
+  if [ "$SUITE" = trixie ] && dpkg-deb -f "$deb" Depends | grep -qw libgpiod2; then
+    echo "build-image: $deb depends on libgpiod2 (a bookworm build, libgpiod v1); trixie has only libgpiod3." >&2
+    echo "  Use a crier .deb built for trixie (scripts/build-deb.sh --target trixie-$ARCH), or --suite bookworm," >&2
+    echo "  or leave --deb out: this script then builds the right one." >&2
+    return 1
+  fi
+}
 if [ -n "$DEB" ]; then
   [ -f "$DEB" ] || { echo "build-image: --deb $DEB: no such file" >&2; exit 1; }
   DEB="$(realpath "$DEB")"
-  deb_arch="$(dpkg-deb -f "$DEB" Architecture)"
-  [ "$deb_arch" = "$ARCH" ] || [ "$deb_arch" = all ] || {
-    echo "build-image: $DEB is for $deb_arch, not $ARCH" >&2; exit 1; }
-  # A crier built against libgpiod 1.6 (the v1 backend: Raspberry Pi OS / Debian 12) depends on
-  # libgpiod2, which trixie does not have; apt would fail deep inside mmdebstrap.
-  if [ "$SUITE" = trixie ] && dpkg-deb -f "$DEB" Depends | grep -qw libgpiod2; then
-    echo "build-image: $DEB depends on libgpiod2 (a bookworm build, libgpiod v1); trixie has only libgpiod3." >&2
-    echo "  Use a crier .deb built for trixie (scripts/build-deb.sh in the trixie root), or --suite bookworm." >&2
-    exit 1
-  fi
+  check_deb "$DEB" || exit 1
 fi
 OUT="${OUT:-$ROOT/out/crier-$ARCH.img}"
 mkdir -p "$(dirname "$OUT")"
@@ -62,34 +77,12 @@ OUT="$(realpath -m "$OUT")"
 base="${OUT%.img}"
 WORK="$base.work"
 LOG="$base.build.log"
-
-# ---- cache key: everything that goes into the image -----------------------------------------
-# The recipe (package lists, path-excludes, hooks, overlay files, Pi config and overlays, this
-# script, check-image.sh, test-overlays.py), the arguments (arch, suite, mirror, the .deb's
-# sha256) and the package versions the mirror serves: the SHA256 of each Packages index this
-# build reads, taken from the suite's InRelease (they change only when a package does; the
-# InRelease's own date changes every few hours and is not part of the key).
-cache_key() {
-  {
-    echo "arch=$ARCH suite=$SUITE mirror=$MIRROR xz=$XZ"
-    [ -n "$DEB" ] && echo "deb=$(sha256sum "$DEB" | cut -d' ' -f1)"
-    (cd "$ROOT" && find image -type f | LC_ALL=C sort | xargs sha256sum && sha256sum scripts/build-image.sh)
-    local comps=main; [ "$ARCH" = arm64 ] && comps="main non-free-firmware"
-    for s in "$MIRROR/dists/$SUITE" "$MIRROR/dists/$SUITE-updates" "${MIRROR%/debian}/debian-security/dists/$SUITE-security"; do
-      python3 - "$s/InRelease" "$ARCH" $comps <<'PY' || return 1
-import sys, urllib.request
-url, arch, comps = sys.argv[1], sys.argv[2], sys.argv[3:]
-text = urllib.request.urlopen(url, timeout=60).read().decode()
-sha = text.split("\nSHA256:\n", 1)[1]
-want = {f"{c}/binary-{a}/Packages.xz" for c in comps for a in (arch, "all")}
-for line in sha.splitlines():
-    parts = line.split()
-    if len(parts) == 3 and parts[2] in want:
-        print(url, parts[2], parts[0])
-PY
-    done
-  } | sha256sum | cut -c1-16
-}
+COMPONENTS=main; [ "$ARCH" = arm64 ] && COMPONENTS="main non-free-firmware"
+# The image's files carry the last commit's time; the base root's the last commit that changed
+# its recipe (it is shared by every later commit with the same recipe).
+export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || date +%s)}"
+BASE_EPOCH="$(git -C "$ROOT" log -1 --format=%ct -- image scripts/build-image.sh 2>/dev/null || true)"
+BASE_EPOCH="${BASE_EPOCH:-$SOURCE_DATE_EPOCH}"
 
 # ---- progress: one line per step, with the step's and the total elapsed time ----------------
 T0=$(date +%s.%N) TS=$T0 STEP=""
@@ -101,20 +94,8 @@ step() {
   return 0
 }
 fail() { echo "build-image: FAILED in step '$STEP': $*" >&2; exit 1; }
-trap 'rc=$?; [ $rc = 0 ] || echo "build-image: failed (exit $rc) in step \"$STEP\"; log: $LOG" >&2' EXIT
-
-if [ -n "$CACHE" ]; then
-  KEY="$(cache_key)" || { echo "build-image: cannot read the mirror's InRelease files for the cache key" >&2; exit 1; }
-  CDIR="$CACHE/$ARCH-$SUITE-$KEY"
-  if [ -f "$CDIR/complete" ]; then
-    step "cached image $CDIR (inputs unchanged)"
-    for f in "$CDIR"/crier-*; do cp --sparse=always "$f" "$(dirname "$OUT")/$(basename "$f" | sed "s#^crier-$ARCH#$(basename "$base")#")"; done
-    step ""
-    echo "build-image: $OUT (from the cache, key $KEY; $(elapsed "$T0")s)"
-    exit 0
-  fi
-  echo "build-image: cache key $KEY: not in $CACHE, building"
-fi
+DEB_PID=""
+trap 'rc=$?; [ -z "$DEB_PID" ] || kill "$DEB_PID" 2>/dev/null || true; [ $rc = 0 ] || echo "build-image: failed (exit $rc) in step \"$STEP\"; log: $LOG" >&2' EXIT
 
 # ---- 1. host tools -------------------------------------------------------------------------
 step "host packages"
@@ -129,7 +110,7 @@ done
 if ((${#missing[@]})); then
   echo "  installing ${missing[*]}"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
 if [ "$ARCH" = arm64 ] && [ "$(dpkg --print-architecture)" != arm64 ]; then
@@ -139,29 +120,42 @@ if [ "$ARCH" = arm64 ] && [ "$(dpkg --print-architecture)" != arm64 ]; then
   arch-test arm64 >/dev/null || fail "arm64 binaries do not run through qemu-user (arch-test arm64)"
 fi
 
-# ---- 2. root file system ---------------------------------------------------------------------
-if ((REUSE)) && [ -d "$WORK/root/etc" ] && tail -n 1 "$LOG" 2>/dev/null | grep -q '^I: success'; then
-  step "mmdebstrap: reusing $WORK/root (--reuse-root)"
-  export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || date +%s)}"
-  COMPONENTS=main; [ "$ARCH" = arm64 ] && COMPONENTS="main non-free-firmware"
-  rm -rf "$WORK/bootfs" "$WORK/boot.vfat" "$WORK/root.ext4" "$WORK/data.ext4"
-else
-  step "mmdebstrap $SUITE $ARCH (log: $(basename "$LOG"))"
-  rm -rf "$WORK"; mkdir -p "$WORK"
-  : > "$LOG"
-  pkglist() { sed -e 's/#.*//' "$@" | tr -s ' \t\n' '\n' | sed '/^$/d' | paste -sd, -; }
+# ---- 2. crier's .deb, in the background while the root is made ------------------------------
+# (The compiler and mmdebstrap's emulated dpkg each use about one core; on 2 cores they overlap.)
+DEB_LOG="$base.deb.log"
+if ((CRIER)) && [ -z "$DEB" ]; then
+  if [ "$SUITE" = trixie ]; then deb_cmd=(bash "$ROOT/scripts/build-deb.sh" --target "trixie-$ARCH" --fast)
+  else
+    [ "$ARCH" = "$(dpkg --print-architecture)" ] || fail "a bookworm $ARCH .deb is built on a $ARCH machine only: give it with --deb, or use --suite trixie"
+    deb_cmd=(bash "$ROOT/scripts/build-deb.sh" --fast)
+  fi
+  printf '[build-image %6ss] crier .deb: %s, in the background (log: %s)\n' "$(elapsed "$T0")" "${deb_cmd[*]#"$ROOT/"}" "$(basename "$DEB_LOG")"
+  DEB_T0=$(date +%s.%N)
+  { "${deb_cmd[@]}"; rc=$?; date +%s.%N > "$DEB_LOG.done"; exit $rc; } > "$DEB_LOG" 2>&1 &
+  DEB_PID=$!
+fi
+
+# ---- 3. base root: everything but crier (cached) --------------------------------------------
+# The base root's recipe: the mmdebstrap command line below (this function's text is part of
+# the cache key, so an edit here re-keys the cache and nothing else in this script does), the
+# package lists, path-excludes, hooks and overlay files under image/, except customize-crier.sh
+# and customize-final.sh, which run on every build after crier is installed.
+BASE_RECIPE=1
+pkglist() { sed -e 's/#.*//' "$@" | tr -s ' \t\n' '\n' | sed '/^$/d' | paste -sd, -; }
+base_mmdebstrap() {   # $1: target directory; output to the log
+  local PKGS args pat
   PKGS="$(pkglist "$ROOT/image/packages/common.list" "$ROOT/image/packages/$SUITE.list" "$ROOT/image/packages/$ARCH.list")"
-  COMPONENTS=main
-  [ "$ARCH" = arm64 ] && COMPONENTS="main non-free-firmware"
-  export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git -C "$ROOT" log -1 --format=%ct 2>/dev/null || date +%s)}"
-  export CRIER_IMAGE_DIR="$ROOT/image" CRIER_REPO_DIR="$ROOT" CRIER_ARCH="$ARCH"
   args=(
     --mode=root --variant=minbase
     # merged /usr through mmdebstrap's own hook (else apt picks usrmerge, which pulls in 50 MB of perl)
     --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr --arch="$ARCH" --format=directory
+    # dpkg without fsync (libeatmydata, for the build only: the hook removes it at the end; a
+    # --dpkgopt=force-unsafe-io would stay in the image's /etc/dpkg/dpkg.cfg.d/99mmdebstrap)
+    --hook-dir=/usr/share/mmdebstrap/hooks/eatmydata
     --include="$PKGS"
     --aptopt='APT::Install-Recommends "false"'
-    # Trim what a kiosk never reads; copyright files and crier's own docs stay.
+    # Trim what a kiosk never reads; copyright files and crier's own docs stay. (These stay in
+    # the image's /etc/dpkg/dpkg.cfg.d/99mmdebstrap, so crier's .deb and later upgrades obey them.)
     --dpkgopt='path-exclude=/usr/share/man/*'
     --dpkgopt='path-exclude=/usr/share/info/*'
     --dpkgopt='path-exclude=/usr/share/locale/*'
@@ -170,42 +164,148 @@ else
     --dpkgopt='path-include=/usr/share/doc/*/copyright'
     --dpkgopt='path-include=/usr/share/doc/crier/*'
     --setup-hook='"$CRIER_IMAGE_DIR/hooks/setup.sh" "$1"'
+    # One initramfs, made once after every package is in (customize-system.sh): during the
+    # build update-initramfs is diverted to a no-op; else the kernel's postinst makes one and a
+    # trigger makes it again (each minutes under qemu-user).
+    --essential-hook='"$CRIER_IMAGE_DIR/hooks/initramfs-defer.sh" "$1" defer'
+    --customize-hook='"$CRIER_IMAGE_DIR/hooks/initramfs-defer.sh" "$1" run'
     --customize-hook='"$CRIER_IMAGE_DIR/hooks/customize-system.sh" "$1"'
-    --customize-hook='"$CRIER_IMAGE_DIR/hooks/customize-crier.sh" "$1"'
   )
-  # The .deb by path: apt resolves its Depends from the mirror; mmdebstrap's own hook makes the
-  # file visible inside the chroot under the same path and removes it afterwards.
   # Per-arch dpkg path-excludes (image/packages/<arch>.path-exclude), e.g. unused kernel modules.
   if [ -f "$ROOT/image/packages/$ARCH.path-exclude" ]; then
     while read -r pat; do
       case "$pat" in +*) args+=(--dpkgopt="path-include=${pat#+}") ;; *) args+=(--dpkgopt="path-exclude=$pat") ;; esac
     done < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$ROOT/image/packages/$ARCH.path-exclude")
   fi
-  [ -n "$DEB" ] && args+=(--include="$DEB" --hook-dir=/usr/share/mmdebstrap/hooks/file-mirror-automount)
   [ "$ARCH" = arm64 ] && args+=(--customize-hook='"$CRIER_IMAGE_DIR/hooks/customize-raspi.sh" "$1"')
-  args+=(--customize-hook='"$CRIER_IMAGE_DIR/hooks/customize-final.sh" "$1"')
-  mmdebstrap "${args[@]}" "$SUITE" "$WORK/root" \
+  SOURCE_DATE_EPOCH=$BASE_EPOCH CRIER_IMAGE_DIR="$ROOT/image" CRIER_REPO_DIR="$ROOT" CRIER_ARCH="$ARCH" \
+  mmdebstrap "${args[@]}" "$SUITE" "$1" \
     "deb $MIRROR $SUITE $COMPONENTS" \
     "deb $MIRROR $SUITE-updates $COMPONENTS" \
-    "deb ${MIRROR%/debian}/debian-security $SUITE-security $COMPONENTS" \
-    >>"$LOG" 2>&1 &
+    "deb ${MIRROR%/debian}/debian-security $SUITE-security $COMPONENTS"
+}
+
+# The key: BASE_RECIPE, base_mmdebstrap's text, the recipe files, the arguments, and the package
+# versions the mirror serves: the SHA256 of each Packages index this build reads, taken from the
+# suite's InRelease (they change only when a package does; the InRelease's own date changes
+# every few hours and is not part of the key).
+base_key() {
+  {
+    echo "recipe=$BASE_RECIPE arch=$ARCH suite=$SUITE mirror=$MIRROR"
+    declare -f base_mmdebstrap pkglist
+    (cd "$ROOT" && find image -type f ! -name customize-crier.sh ! -name customize-final.sh | LC_ALL=C sort | xargs sha256sum)
+    local s
+    for s in "$MIRROR/dists/$SUITE" "$MIRROR/dists/$SUITE-updates" "${MIRROR%/debian}/debian-security/dists/$SUITE-security"; do
+      python3 - "$s/InRelease" "$ARCH" $COMPONENTS <<'PY' || return 1
+import sys, urllib.request
+url, arch, comps = sys.argv[1], sys.argv[2], sys.argv[3:]
+text = urllib.request.urlopen(url, timeout=60).read().decode()
+sha = text.split("\nSHA256:\n", 1)[1]
+want = {f"{c}/binary-{a}/Packages.xz" for c in comps for a in (arch, "all")}
+for line in sha.splitlines():
+    parts = line.split()
+    if len(parts) == 3 and parts[2] in want:
+        print(url, parts[2], parts[0])
+PY
+    done
+  } | sha256sum | cut -c1-16
+}
+
+# mmdebstrap's own phase lines and our hooks' lines as progress; everything else in the log.
+run_base_mmdebstrap() {   # $1: target directory
+  local mm shown=0 n
+  : > "$LOG"
+  base_mmdebstrap "$1" >>"$LOG" 2>&1 &
   mm=$!
-  # mmdebstrap's own phase lines and our hooks' lines as progress; everything else in the log.
-  shown=0
   show_progress() {
-    local n; n=$(wc -l < "$LOG")
+    n=$(wc -l < "$LOG")
     sed -n "$((shown + 1)),${n}p" "$LOG" |
-      grep -E '^(I: (running|installing|downloading|extracting|cleaning|success)|customize-|E:)' | sed 's/^/  /' || true
+      grep -E '^(I: (running|installing|downloading|extracting|cleaning|success)|customize-|initramfs-defer|E:)' | sed 's/^/  /' || true
     shown=$n
   }
   # (|| true: a sleep killed from outside must not end the build under set -e; mmdebstrap goes on)
   while kill -0 $mm 2>/dev/null; do show_progress; sleep 2 || true; done
   wait $mm || { show_progress; tail -n 40 "$LOG" >&2; fail "mmdebstrap failed"; }
   show_progress
-fi
-R="$WORK/root"
+}
 
-# ---- 3. manifest -----------------------------------------------------------------------------
+rm -rf "$WORK"; mkdir -p "$WORK"
+R="$WORK/root"
+if [ -n "$CACHE" ]; then
+  step "base root: cache key (recipe + the mirror's package indexes)"
+  KEY="$(base_key)" || fail "cannot read the mirror's InRelease files for the cache key"
+  mkdir -p "$CACHE"
+  BDIR="$CACHE/base-$ARCH-$SUITE-$KEY"
+  echo "  key $KEY"
+  # One build per arch and suite at a time; a second run waits and then uses the first's root.
+  exec 7>"$CACHE/.lock-$ARCH-$SUITE"
+  flock -n 7 || { echo "  waiting for another build-image.sh on $CACHE ($ARCH $SUITE)"; flock 7; }
+  if [ -f "$BDIR/complete" ]; then
+    step "base root: cached $BDIR (built $(cat "$BDIR/complete"))"
+  else
+    step "base root: mmdebstrap $SUITE $ARCH (log: $(basename "$LOG"))"
+    rm -rf "$BDIR.tmp"; mkdir -p "$BDIR.tmp"
+    run_base_mmdebstrap "$BDIR.tmp/root"
+    cp "$LOG" "$BDIR.tmp/mmdebstrap.log"
+    mv "$BDIR.tmp" "$BDIR"
+    date -u +%Y-%m-%dT%H:%M:%SZ > "$BDIR/complete"
+    # The cache holds the newest base root per arch and suite.
+    for old in "$CACHE/base-$ARCH-$SUITE-"*; do [ "$old" = "$BDIR" ] || rm -rf "$old"; done
+  fi
+  step "base root: copy"
+  cp -a --reflink=auto "$BDIR/root" "$R"
+  [ -f "$BDIR/mmdebstrap.log" ] && cp "$BDIR/mmdebstrap.log" "$LOG"
+  flock -u 7
+else
+  step "base root: mmdebstrap $SUITE $ARCH, not cached (log: $(basename "$LOG"))"
+  run_base_mmdebstrap "$R"
+fi
+
+# ---- 4. crier on top: its .deb into the copy (dpkg in a chroot; qemu-user for arm64) ---------
+if [ -n "$DEB_PID" ]; then
+  step "crier .deb: waiting for the background build"
+  if ! wait "$DEB_PID"; then DEB_PID=""; tail -n 40 "$DEB_LOG" >&2; fail "the crier .deb build failed (log: $DEB_LOG)"; fi
+  DEB_PID=""
+  DEB="$(tail -n 1 "$DEB_LOG")"
+  [ -f "$DEB" ] || { tail -n 20 "$DEB_LOG" >&2; fail "the .deb build printed no package"; }
+  echo "  $DEB (the background build took $(awk -v a="$DEB_T0" -v b="$(cat "$DEB_LOG.done")" 'BEGIN { printf "%.1f", b - a }')s)"
+  rm -f "$DEB_LOG.done"
+  check_deb "$DEB" || fail "the .deb just built does not fit this image"
+fi
+# dpkg and customize-crier.sh in one private mount namespace with /proc, /dev and /run mounted
+# in the root (nothing stays mounted when it ends).
+layer() {   # $1: "deb" to install /tmp/crier.deb first
+  unshare --mount --propagation private sh -c '
+    r=$1 deb=$2 log=$3
+    mount -t proc proc "$r/proc" && mount --rbind /dev "$r/dev" && mount -t tmpfs tmpfs "$r/run" || exit 97
+    if [ "$deb" = deb ]; then
+      chroot "$r" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive \
+        SOURCE_DATE_EPOCH="$SOURCE_DATE_EPOCH" dpkg -i /tmp/crier.deb >> "$log" 2>&1 || exit 98
+    fi
+    exec sh "$CRIER_IMAGE_DIR/hooks/customize-crier.sh" "$r"
+  ' sh "$R" "$1" "$LOG" | sed 's/^/  /'
+}
+export CRIER_IMAGE_DIR="$ROOT/image" CRIER_ARCH="$ARCH"
+if [ -n "$DEB" ]; then
+  step "crier: dpkg -i $(basename "$DEB") in the root"
+  # Its Depends must already be in the base root (image/packages lists crier's runtime
+  # libraries); dpkg refuses otherwise, and nothing is fetched here.
+  cp "$DEB" "$R/tmp/crier.deb"
+  layer deb || {
+    rc=$?; tail -n 20 "$LOG" >&2
+    ((rc == 98)) && fail "dpkg could not install $(basename "$DEB") into the base root; a missing dependency belongs in image/packages/common.list (or <suite>.list)"
+    fail "installing crier into the root failed (exit $rc)"
+  }
+  rm -f "$R/tmp/crier.deb"
+else
+  step "no crier (--no-crier): the runtime libraries only"
+  layer none || fail "customize-crier.sh failed"
+fi
+# Leftovers of that dpkg run (mmdebstrap cleaned the same for the base).
+rm -f "$R"/var/lib/dpkg/*-old "$R"/var/cache/debconf/*-old "$R"/var/log/dpkg.log "$R"/var/log/alternatives.log
+sh "$ROOT/image/hooks/customize-final.sh" "$R" | sed 's/^/  /'
+
+# ---- 5. manifest -----------------------------------------------------------------------------
 step "manifest"
 {
   echo "# Crier image manifest: inputs and every installed package"
@@ -217,6 +317,7 @@ step "manifest"
   else
     echo "# crier deb: none (runtime libraries only)"
   fi
+  echo "# base root: $( [ -n "$CACHE" ] && echo "$(basename "$BDIR"), built $(cat "$BDIR/complete")" || echo "built for this run (--no-cache)"), SOURCE_DATE_EPOCH $BASE_EPOCH"
   echo "# package	version	architecture"
   chroot "$R" dpkg-query -W -f='${Package}\t${Version}\t${Architecture}\n' | sort
 } > "$base.manifest"
@@ -229,7 +330,7 @@ if [ "$ARCH" = arm64 ]; then
   python3 "$ROOT/image/test-overlays.py" "$R" | grep -v '^  ok ' || fail "the Pi audio overlays do not fit this kernel"
 fi
 
-# ---- 4. boot files ---------------------------------------------------------------------------
+# ---- 6. boot files ---------------------------------------------------------------------------
 step "boot partition content"
 mkdir -p "$WORK/bootfs"
 cp -a "$R/boot/firmware/." "$WORK/bootfs/"
@@ -256,8 +357,7 @@ while read -r src target _; do
   name="${src#/var/lib/crier-data/}"
   [ -n "$name" ] && [ "$name" != "$src" ] && [ "${target#/}" != "$target" ] || fail "bad bind line in fstab: $src $target"
   mkdir -p "$R$target"
-  # (--reuse-root: a tree whose content was moved by an earlier run keeps that earlier copy)
-  [ -d "$WORK/data/$name" ] || cp -a "$R$target" "$WORK/data/$name"   # the directory itself: owner, mode
+  cp -a "$R$target" "$WORK/data/$name"   # the directory itself: owner, mode
   find "$R$target" -mindepth 1 -delete
   echo "  $target -> crier-data/$name ($(du -sk "$WORK/data/$name" | cut -f1) KiB)"
   binds=$((binds + 1))
@@ -270,7 +370,7 @@ mkdir -p "$R/var/lib/crier-data"
 # build host's ID), so it is put back here, after mmdebstrap.
 mkdir -p "$R/var/lib/dbus"; ln -sfn /etc/machine-id "$R/var/lib/dbus/machine-id"
 
-# ---- 5. file systems -------------------------------------------------------------------------
+# ---- 7. file systems -------------------------------------------------------------------------
 step "FAT32 boot file system (mkfs.vfat + mcopy)"
 BOOT_MB=40; [ "$ARCH" = arm64 ] && BOOT_MB=256    # FAT32 needs >= 33 MiB
 need=$(du -sm "$WORK/bootfs" | cut -f1)
@@ -301,7 +401,7 @@ E2FSPROGS_FAKE_TIME=$SOURCE_DATE_EPOCH mkfs.ext4 -q -F -L crier-data -b 4096 -T 
 e2fsck -fn "$WORK/data.ext4" >/dev/null 2>&1 || fail "e2fsck found errors in the new data file system"
 echo "  ${DATA_MB} MiB, $(du -sk "$WORK/data" | cut -f1) KiB used"
 
-# ---- 6. disk image ---------------------------------------------------------------------------
+# ---- 8. disk image ---------------------------------------------------------------------------
 step "partition table + assembly (sfdisk on a sparse file, dd)"
 rm -f "$OUT" "$OUT.xz" "$OUT.xz.sha256"
 TOTAL_MB=$((4 + BOOT_MB + ROOT_MB + DATA_MB))
@@ -330,15 +430,6 @@ fi
 
 step "clean up"
 rm -rf "$WORK"
-if [ -n "$CACHE" ]; then
-  step "store in the cache $CDIR"
-  # Older entries for this arch and suite are dropped: the cache holds the last good image.
-  rm -rf "$CACHE/$ARCH-$SUITE-"*; mkdir -p "$CDIR"
-  for f in "$OUT" "$OUT.xz" "$OUT.xz.sha256" "$base.manifest" "$base.vmlinuz" "$base.initrd" "$base.cmdline"; do
-    [ -f "$f" ] && cp --sparse=always "$f" "$CDIR/crier-$ARCH${f#"$base"}"
-  done
-  touch "$CDIR/complete"
-fi
 step ""
 raw=$(stat -c %s "$OUT"); alloc=$(du -B1 "$OUT" | cut -f1)
 echo "build-image: $OUT"

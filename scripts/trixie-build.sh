@@ -89,10 +89,14 @@ SWIFT_FLAGS="--scratch-path /scratch -Xswiftc -warnings-as-errors"
 if [ "$TARGET" = arm64 ]; then
   # pkg-config must read the sysroot's aarch64 .pc files and prefix their paths with it.
   ENVS="PKG_CONFIG_PATH=/sdk/sysroot/usr/lib/aarch64-linux-gnu/pkgconfig:/sdk/sysroot/usr/share/pkgconfig PKG_CONFIG_LIBDIR=/sdk/sysroot/usr/lib/aarch64-linux-gnu/pkgconfig:/sdk/sysroot/usr/share/pkgconfig PKG_CONFIG_SYSROOT_DIR=/sdk/sysroot"
-  SWIFT_FLAGS="$SWIFT_FLAGS -c release --static-swift-stdlib --swift-sdks-path /sdk/sdks --swift-sdk crier-trixie-arm64"
+  # (lld, from the SDK's toolset.json; full RELRO and immediate binding as for amd64 below)
+  SWIFT_FLAGS="$SWIFT_FLAGS -c release --static-swift-stdlib --swift-sdks-path /sdk/sdks --swift-sdk crier-trixie-arm64 -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now"
 else
   ENVS=""
-  ((RELEASE)) && SWIFT_FLAGS="$SWIFT_FLAGS -c release --static-swift-stdlib"
+  # Release (what the trixie amd64 .deb packages): linked by lld with full RELRO and immediate
+  # binding, as Debian's hardening asks (lintian hardening-no-relro). Debian 13's swift links
+  # amd64 with gold by default, and gold gave the static-stdlib binary no PT_GNU_RELRO.
+  ((RELEASE)) && SWIFT_FLAGS="$SWIFT_FLAGS -c release --static-swift-stdlib -Xswiftc -use-ld=lld -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now"
 fi
 
 step "swift build ($TARGET, Swift $(in_root 'swift --version 2>/dev/null' | sed -n 's/^Swift version \([^ ]*\).*/\1/p'))"
