@@ -53,7 +53,8 @@ public struct Mixer: Sendable {
     }
 
     /// Marks the streamed clips that now have enough samples to start; true when any did (the
-    /// engine then treats them as just added: queued silence is taken back).
+    /// engine then treats them as just added: queued silence is taken back). Called before each
+    /// render: a streamed clip is only mixed once this has let it start.
     public mutating func pollStreams() -> Bool {
         var any = false
         for i in voices.indices where !voices[i].ready {
@@ -184,9 +185,7 @@ extension Mixer {
                 result.finished.append((v.id, 0, 0))
                 return false
             }
-            guard st.available(atLeast: fadeFrames + 1) else { return true }
-            v.ready = true
-            result.silent = false
+            return true  // `pollStreams` says when it can start
         }
         if v.position == 0 { result.started.append(v.id) }
         let want = frames + fadeFrames + 1

@@ -67,7 +67,13 @@ public struct SpeechStreamer: Sendable {
         resample = Resampler.Stream(resampler)
     }
 
+    public var inputRate: Int { resample.resampler.inputRate }
+    public var outputRate: Int { resample.resampler.outputRate }
+    /// True once any sample went in (a streamer is only replaced before that).
+    public private(set) var hasInput = false
+
     public mutating func push(_ samples: [Int16]) -> [Float] {
+        if !samples.isEmpty { hasInput = true }
         let kept = trim.push(samples)
         if kept.isEmpty { return [] }
         return resample.push(kept.map { Float($0) / 32768 })
