@@ -2,6 +2,7 @@ import CrierAudio
 import CrierCore
 import CrierPosix
 import CrierSpeech
+import Glibc
 import Synchronization
 
 /// Text → words → samples at the output rate: the path every alert and prompt takes.
@@ -95,7 +96,8 @@ public struct SpeechPipeline: Sendable {
         defer { clip.finish() }
         for u in parts {
             if clip.isCancelled { return .failure(.cancelled) }
-            let sink = StreamSink(clip: clip, resampler: resampler(from: 22050, to: rate), rate: rate, start: t0)
+            let sink = StreamSink(clip: clip, resampler: resampler(from: 22050, to: rate), rate: rate, start: t0,
+                                  yieldToReader: firstSamples == nil)
             do throws(SpeechError) {
                 try await speech.synthesize(u, voice: config.speech.voices[u.lang]!, into: sink)
             } catch {
@@ -114,28 +116,46 @@ public struct SpeechPipeline: Sendable {
 final class StreamSink: SpeechChunkSink {
     let clip: ClipStream
     let start: Double
-    private let streamer: Mutex<(SpeechStreamer, first: Double?)>
+    /// Once the clip holds 50 ms, pause the synthesis until the audio thread has taken
+    /// them (at most `yieldLimit`): on a busy CPU the rest of a long text, synthesized at full
+    /// speed on the other thread, would otherwise compete with the audio thread for the core
+    /// just when it is about to write the first sound. The synthesis is 100-500× faster than
+    /// playback; a pause of a millisecond costs nothing audible.
+    let yieldToReader: Bool
+    static let yieldLimit = 0.02
+    /// Samples in the clip before that pause: 50 ms, far more than the mixer needs to start (a fade).
+    let yieldAfter: Int
+    private let streamer: Mutex<(SpeechStreamer, first: Double?, yielded: Bool)>
 
-    init(clip: ClipStream, resampler: Resampler, rate: Int, start: Double) {
+    init(clip: ClipStream, resampler: Resampler, rate: Int, start: Double, yieldToReader: Bool) {
         self.clip = clip
         self.start = start
-        streamer = Mutex((SpeechStreamer(resampler: resampler), nil))
+        self.yieldToReader = yieldToReader
+        yieldAfter = rate / 20
+        streamer = Mutex((SpeechStreamer(resampler: resampler), nil, !yieldToReader))
     }
 
     /// Seconds from the start of the synthesis to this part's first samples in the clip.
     var firstAt: Double? { streamer.withLock { $0.first } }
 
     func speechChunk(_ samples: UnsafeBufferPointer<Int16>, rate: Int) -> Bool {
-        let out = streamer.withLock { s -> [Float] in
+        let (out, first) = streamer.withLock { s -> ([Float], Double?) in
             if rate != s.0.inputRate && !s.0.hasInput {
                 // espeak's voices all run at 22050 Hz; should one not, follow it.
                 s.0 = SpeechStreamer(resampler: Resampler(from: rate, to: s.0.outputRate))
             }
             let o = s.0.push(Array(samples))
             if !o.isEmpty && s.first == nil { s.first = Monotonic.now() - start }
-            return o
+            return (o, s.first)
         }
-        return clip.append(out)
+        let ok = clip.append(out)
+        if ok && first != nil && !streamer.withLock({ $0.yielded }) && clip.count >= yieldAfter {
+            streamer.withLock { $0.yielded = true }
+            let until = Monotonic.now() + Self.yieldLimit
+            var pause = timespec(tv_sec: 0, tv_nsec: 100_000)
+            while !clip.hasBeenRead && !clip.isCancelled && Monotonic.now() < until { nanosleep(&pause, nil) }
+        }
+        return ok
     }
 
     /// The part is complete: the resampler's tail goes in. False when the clip no longer takes samples.

@@ -21,6 +21,8 @@ public final class ClipStream: Sendable {
         var full = false
         /// Set by the reader when it wanted more than there was: the next append wakes it.
         var readerWaiting = true
+        /// The reader has copied samples out at least once (the clip is audible).
+        var read = false
         var waker: (@Sendable () -> Void)?
     }
 
@@ -96,6 +98,8 @@ public final class ClipStream: Sendable {
     }
 
     public var isCancelled: Bool { state.withLock { $0.cancelled } }
+    /// True once the reader has taken samples: the clip's first sound is on its way.
+    public var hasBeenRead: Bool { state.withLock { $0.read } }
     public var isFinished: Bool { state.withLock { $0.finished } }
     /// True when samples were dropped because the clip reached `capacity`.
     public var isFull: Bool { state.withLock { $0.full } }
@@ -120,6 +124,7 @@ public final class ClipStream: Sendable {
                 p += k
             }
             if n < out.count && !s.finished { s.readerWaiting = true }
+            if n > 0 { s.read = true }
             return (n, s.finished ? s.count : nil)
         }
     }
