@@ -322,6 +322,7 @@ class Bench:
         self.quick = quick
         self.work = work
         self.results = {}
+        self.alerts_n = 0
         self.notes = []
         self.children = []
         self.n = 0
@@ -515,7 +516,7 @@ class Bench:
         """Memory idle and after many short alerts: peak RSS, and anonymous memory and PSS from
         smaps_rollup sampled along the way (anonymous memory must stay flat). Runs alongside the
         other steps (it is mostly paced playback), with children of its own."""
-        n = 300 if self.quick else 10000
+        n = self.alerts_n or (300 if self.quick else 10000)
         d = self.dir("alerts")
         env = self.env(d, "")
         kids = []
@@ -543,6 +544,8 @@ class Bench:
                 sim.wait_for(r"^ack id=\S+ status=spoken", which="out", count=k, timeout=step * 1.5 + 60)
                 sm = smaps(p.pid) or {}
                 samples.append((k, sm.get("Anonymous"), sm.get("Pss")))
+                self.log("alerts: %d of %d spoken; anonymous %s kB, PSS %s kB, VmHWM %s kB" % (
+                    k, n, sm.get("Anonymous"), sm.get("Pss"), proc_status(p.pid, "VmHWM")))
             sim.wait_for(r"^ack id=\S+ status=spoken", which="out", count=n, timeout=60)
             t1 = mono_ns()
             self.check_alive(p, "crier")
@@ -1301,11 +1304,19 @@ def main():
     ap.add_argument("--vm", choices=("auto", "on", "off"), default="auto",
                     help="idle figures on hw:Loopback in the QEMU VM (auto: full runs only)")
     ap.add_argument("--render", help="only rewrite --out from a results.json of an earlier run")
+    ap.add_argument("--merge", action="append", default=[],
+                    help="with --render: also take the results of these results.json files (e.g. an alerts run)")
+    ap.add_argument("--skip", default="", help="comma list of steps not to run")
+    ap.add_argument("--alerts", type=int, default=0, help="alerts in the memory step (default 10000; 300 with --quick)")
     a = ap.parse_args()
     if a.render:
         j = json.load(open(a.render))
         b = Bench(os.path.abspath(a.crier), j["quick"], os.path.dirname(a.render))
         b.results, b.notes = j["results"], j["notes"]
+        for m in a.merge:
+            mj = json.load(open(m))
+            b.results.update(mj["results"])
+            b.notes += [n for n in mj["notes"] if n not in b.notes]
         table = render(b, j["info"], j["load_start"], j["load_end"], j["elapsed"])
         write_doc(a.out, b, j["info"], table, j["load_start"], j["load_end"], j["elapsed"], j["quick"])
         print(table)
@@ -1313,8 +1324,10 @@ def main():
         return 0
     work = tempfile.mkdtemp(prefix="crier-bench-")
     b = Bench(os.path.abspath(a.crier), a.quick, work)
+    b.alerts_n = a.alerts
     b.static_bin = os.path.abspath(a.crier_static) if a.crier_static and os.path.exists(a.crier_static) else None
     only = set(x for x in a.only.split(",") if x)
+    skip = set(x for x in a.skip.split(",") if x)
     steps = [("firstsound", lambda: (b.first_sound("crier"), b.first_sound("peer"))),
              ("latency", lambda: (b.latency("crier"), b.latency("peer"))), ("idle", b.idle),
              ("start", b.start), ("reconnect", b.reconnect), ("peermem", b.peer_memory),
@@ -1332,7 +1345,7 @@ def main():
     # The alerts step (10 000 paced utterances, ~25 min) runs alongside the others: it is mostly
     # waiting for paced playback, a few % of one core.
     bg = None
-    if not only or "alerts" in only:
+    if (not only or "alerts" in only) and "alerts" not in skip:
         def run_alerts():
             try:
                 b.alerts()
@@ -1343,7 +1356,7 @@ def main():
         b.log("alerts … in the background (load %s)" % load())
         bg.start()
     for name, fn in steps:
-        if only and name not in only:
+        if (only and name not in only) or name in skip:
             continue
         b.log("%s … (load %s)" % (name, load()))
         try:
@@ -1377,7 +1390,7 @@ def main():
     table = render(b, info, load_start, load_end, elapsed)
     print()
     print(table)
-    if not only:
+    if not only and not skip:
         write_doc(a.out, b, info, table, load_start, load_end, elapsed, a.quick)
         print("wrote %s" % a.out)
     with open(os.path.join(work, "results.json"), "w") as f:
