@@ -356,9 +356,9 @@ class Bench:
         path = os.path.join(d, "crier.conf")
         with open(path, "w") as f:
             f.write("device.id = bench\nstatus.on_start = off\nstatus.on_link_up = off\n"
-                    "input = fifo:%s/buttons.fifo\nstate.path = %s/state\nspeech.lang = zh\n"
+                    "input = fifo:%s/buttons.fifo\nstate.path = %s/state\ncontrol.socket = %s/control.sock\nspeech.lang = zh\n"
                     "speech.zh.voice = %s\nspeech.zh.rate = %d\nspeech.zh.pitch = %d\nspeech.zh.volume = %d\n" % (
-                        d, d, VOICE, RATE, PITCH, AMPLITUDE))
+                        d, d, d, VOICE, RATE, PITCH, AMPLITUDE))
             if server_port:
                 f.write("server = tcp://127.0.0.1:%d\n" % server_port)
             f.write(extra)
