@@ -309,10 +309,11 @@ public actor Daemon {
                     var fields: [(String, String)] = [("ids", ids), ("seconds", Format.fixed(Double(rep.frames) / rateHz, 1)),
                                                       ("synth_ms", Format.fixed(rep.total * 1000, 1))]
                     if let f = rep.firstSamples { fields.append(("first_ms", Format.fixed(f * 1000, 2))) }
-                    if speech.stream.isFull { fields.append(("cut_at_s", Format.fixed(Double(rep.frames) / rateHz, 0))) }
                     self.alertLog.hub.emit(.info, self.alertLog.component, "synthesized", fields)
                 case .failure(.cancelled):
-                    break
+                    if speech.stream.isFull {
+                        self.alertLog.warning("speech longer than \(Self.maxClipSeconds) s; cut there", ["ids": ids])
+                    }
                 case .failure(let e):
                     failure = e
                     self.engine.stop(id: id)
