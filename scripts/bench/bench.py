@@ -937,7 +937,7 @@ def render(b, info, load_start, load_end, elapsed):
                 ratio = q[k] / c[k] if c[k] > 0 else float("inf")
                 row("first loud sample at `snd_pcm_writei`, %s (%d chars), %s%s" % (
                     label, c["chars"], k, " (%d orders)" % c["n"] if k == "p50" else ""),
-                    "%.2f ms" % c[k], "%.1f ms (%.0f×)" % (q[k], ratio), "≥ 10× lower than the peer",
+                    "%.2f ms" % c[k], "%.1f ms (%s×)" % (q[k], ("%.0f" if ratio >= 10 else "%.1f") % ratio), "≥ 10× lower than the peer",
                     verdict(ratio >= 10), fc["_load"] + " / " + fp["_load"] if k == "p50" and label == "one order" else "")
         one, big = fc.get("one order"), fc.get("500-character text")
         if one and big:
@@ -1148,7 +1148,8 @@ def write_doc(path, b, info, table, load_start, load_end, elapsed, quick):
                    "crier's `audio.buffer_ms = %s` there (the VM harness's setting, see docs/vm-tests.md)" % (
                        os.path.basename(vm["run_dir"]), vm["buffer_ms"]))
     else:
-        vm_line = "not in this run (`--quick` skips the VM; `--vm on` adds it)"
+        vm_line = ("not in this run (`--quick` skips the VM; `--vm on` adds it)" if quick else
+                   "not in this run (`--vm off`; `--vm on` or a full run with `auto` adds them)")
     mem_note = ""
     if si:
         mem_note = (" The dynamically linked build maps the Swift runtime as shared libraries; "
@@ -1307,6 +1308,7 @@ def main():
     ap.add_argument("--merge", action="append", default=[],
                     help="with --render: also take the results of these results.json files (e.g. an alerts run)")
     ap.add_argument("--skip", default="", help="comma list of steps not to run")
+    ap.add_argument("--note", action="append", default=[], help="with --render: a caveat to add to the page")
     ap.add_argument("--alerts", type=int, default=0, help="alerts in the memory step (default 10000; 300 with --quick)")
     a = ap.parse_args()
     if a.render:
@@ -1317,6 +1319,7 @@ def main():
             mj = json.load(open(m))
             b.results.update(mj["results"])
             b.notes += [n for n in mj["notes"] if n not in b.notes]
+        b.notes = a.note + b.notes
         table = render(b, j["info"], j["load_start"], j["load_end"], j["elapsed"])
         write_doc(a.out, b, j["info"], table, j["load_start"], j["load_end"], j["elapsed"], j["quick"])
         print(table)
