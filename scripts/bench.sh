@@ -3,7 +3,7 @@
 # and writes docs/benchmarks.md. A benchmark, not a test: it prints, and exits non-zero only if
 # something broke (never because of a time).
 #
-#   scripts/bench.sh [--quick] [--vm auto|on|off] [--only latency,idle,start,reconnect,peermem,burst,static,alerts,vm]
+#   scripts/bench.sh [--quick] [--vm auto|on|off] [--only firstsound,latency,idle,start,reconnect,peermem,burst,static,alerts,vm]
 #
 # Full run ≈ 12-15 min (100 latency orders each, 60 s idle, 1 000 alerts, the VM idle scenario
 # through scripts/vm-test.sh); --quick ≈ 3 min (20 orders, 10 s idle, 100 alerts, no VM, no

@@ -67,6 +67,8 @@ public struct AudioStats: Sendable, Equatable {
     public var lastError = ""
     /// Seconds from play() to the clip's first frame being written to ALSA, for the last clip.
     public var lastStartLatency: Double = 0
+    /// Frames of silence played because a streamed clip's synthesis was behind playback.
+    public var gapFrames: UInt64 = 0
 }
 
 /// The one thread that owns the ALSA PCM. From `start()` to `stop()` it keeps the device open
@@ -149,6 +151,11 @@ public final class AudioEngine: Sendable {
     public func play(_ clip: Clip, gain: Double = 1, onEnd: @escaping @Sendable (ClipEnd) -> Void) -> UInt64 {
         let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
         let now = Monotonic.now()
+        // Streamed speech: samples the audio thread is waiting for wake it at once.
+        if let st = clip.stream {
+            let w = wake
+            st.setWaker { w.wake() }
+        }
         // A clip handed to a stopped engine ends at once: its thread may be gone, and nobody
         // would ever call back (a caller waiting on it would hang).
         let refused = inbox.withLock { i -> Bool in
@@ -195,6 +202,8 @@ public final class AudioEngine: Sendable {
         var stopping = false
         /// When each clip was handed to play(), for the start-latency figure.
         var enqueuedAt: [UInt64: Double] = [:]
+        /// Streamed clips whose synthesis fell behind (logged once per clip).
+        var gapped: Set<UInt64> = []
         var lastStart: Double?
 
         init(engine: AudioEngine) {
@@ -205,7 +214,8 @@ public final class AudioEngine: Sendable {
         var log: Logger { engine.log }
         var config: AudioEngineConfig { engine.config }
 
-        /// Applies queued commands; returns true when a clip was added.
+        /// Applies queued commands; returns true when a clip that can be heard now was added (a
+        /// streamed one counts once its first samples are there: `Mixer.pollStreams`).
         mutating func drainInbox() -> Bool {
             let i = engine.inbox.withLock { i -> Inbox in
                 let copy = i
@@ -223,10 +233,12 @@ public final class AudioEngine: Sendable {
                 stoppedIDs.insert(id)
                 mixer.stop(id: id)
             }
-            return !i.adds.isEmpty
+            let ready = mixer.pollStreams()
+            return ready || i.adds.contains { $0.1.stream == nil }
         }
 
         mutating func finish(_ id: UInt64, _ outcome: ClipOutcome, heard: Int = 0) {
+            gapped.remove(id)
             let o = stoppedIDs.remove(id) != nil && outcome == .played ? .stopped : outcome
             callbacks.removeValue(forKey: id)?(ClipEnd(o, heardFrames: o == .shutdown ? 0 : heard))
         }
@@ -406,6 +418,14 @@ public final class AudioEngine: Sendable {
                         if let l = lastStart { engine.statsBox.withLock { $0.lastStartLatency = l } }
                     }
                     if !r.silent { silentFrom = written }
+                    if r.gapFrames > 0 {
+                        for id in r.gaps where !gapped.contains(id) {
+                            gapped.insert(id)
+                            log.warning("speech synthesis is behind playback; playing silence until it catches up (slow CPU?)",
+                                        ["clip": id])
+                        }
+                        engine.statsBox.withLock { $0.gapFrames += UInt64(r.gapFrames) }
+                    }
                     for (id, end, heard) in r.finished { pending.append((id, before + UInt64(end), heard)) }
                 }
                 engine.statsBox.withLock { $0.framesWritten = written; $0.clamped = mixer.clampedSamples }

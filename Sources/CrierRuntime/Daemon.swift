@@ -173,7 +173,7 @@ public actor Daemon {
             switch admission {
             case .queued:
                 alertLog.info("queued", ["id": o.id, "kind": o.kind.name, "waiting": queue.waitingCount])
-                if let p = currentPrompt, !gains.holdAlerts { engine.stop(id: p) }
+                if let p = currentPrompt, !gains.holdAlerts { cutPrompt(p) }
             case .alreadyQueued:
                 alertLog.info("duplicate ignored (already queued or playing)", ["id": o.id])
             case .alreadyDone(let ack):
@@ -291,51 +291,60 @@ public actor Daemon {
 
     func say(_ alert: Alert) async {
         let parts = pipeline.wordParts(alert.content, lang: alert.lang, overrideText: alert.overrideText)
-        let t0 = Self.now()
-        let clip: Clip
-        let ends: [Int]
-        let (speech, outRate) = (pipeline, engine.config.format.rate)
-        // A long text takes a while to synthesize: waiting orders still expire at their ttl.
-        let synthesized = await servicingExpiries { () async -> Result<(clip: Clip, ends: [Int]), SpeechError> in
-            do throws(SpeechError) {
-                return .success(try await speech.clip(parts: parts, rate: outRate))
-            } catch {
-                return .failure(error)
-            }
-        }
-        switch synthesized {
-        case .success(let s):
-            (clip, ends) = (s.clip, s.ends)
-        case .failure(let error):
-            alertLog.error("could not synthesize; rejecting", ["ids": alert.orderIDs.joined(separator: ","), "error": error.description])
-            for ack in queue.finished(alert, now: Self.now()) where alert.occasion == .first {
-                report(Ack(id: ack.id, status: .rejected, reason: "speech_failed", message: error.description))
-            }
-            return
-        }
-        let synthMs = (Self.now() - t0) * 1000
+        let ids = alert.orderIDs.joined(separator: ",")
         let rateHz = Double(engine.config.format.rate)
-        let id = startClip(clip, gain: 1)
-        alertLog.info("saying", ["ids": alert.orderIDs.joined(separator: ","), "seconds": Format.fixed(Double(clip.samples.count) / rateHz, 1),
-                                 "synth_ms": Format.fixed(synthMs, 1)])
+        // Played from its first synthesized chunk on, while the rest is synthesized (issue 16).
+        let speech = startSpeech(parts, gain: 1)
+        let id = speech.id
+        alertLog.info("saying", ["ids": ids, "parts": parts.count])
         current = (alert, id)
         var interrupting = false
+        var failure: SpeechError?
+        var synthesisSeen = false
         let end = await waitClip {
             // While it plays: waiting orders expire at their ttl, not when it ends; a more
             // urgent order cuts it (AlertQueue.preempts).
             for ack in self.queue.expire(now: Self.now()) { self.report(ack) }
+            if !synthesisSeen, let r = self.synthesisEnd {
+                synthesisSeen = true
+                switch r {
+                case .success(let rep):
+                    var fields: [(String, String)] = [("ids", ids), ("seconds", Format.fixed(Double(rep.frames) / rateHz, 1)),
+                                                      ("synth_ms", Format.fixed(rep.total * 1000, 1))]
+                    if let f = rep.firstSamples { fields.append(("first_ms", Format.fixed(f * 1000, 2))) }
+                    self.alertLog.hub.emit(.info, self.alertLog.component, "synthesized", fields)
+                case .failure(.cancelled):
+                    if speech.stream.isFull {
+                        self.alertLog.warning("speech longer than \(Self.maxClipSeconds) s; cut there", ["ids": ids])
+                    }
+                case .failure(let e):
+                    failure = e
+                    self.engine.stop(id: id)
+                }
+            }
             if !interrupting && !self.stopping && !self.gains.holdAlerts && self.queue.preempts(alert) {
                 interrupting = true
-                self.alertLog.info("interrupting for a more urgent order", ["ids": alert.orderIDs.joined(separator: ",")])
+                self.alertLog.info("interrupting for a more urgent order", ["ids": ids])
                 self.engine.stop(id: id)
             }
             return self.queue.nextExpiry
         }
         current = nil
+        speech.stream.cancel()
+        if failure == nil, case .failure(let e) = await speech.synthesis.value, e != .cancelled { failure = e }
+        if let error = failure {
+            alertLog.error("could not synthesize; rejecting", ["ids": ids, "error": error.description])
+            for ack in queue.finished(alert, now: Self.now()) where alert.occasion == .first {
+                report(Ack(id: ack.id, status: .rejected, reason: "speech_failed", message: error.description))
+            }
+            return
+        }
+        let ends = speech.stream.partEnds
         // Which orders' parts left the device in full. A clip that could not be cut per order
         // (one part for several orders) is heard whole or not at all.
-        let partsHeard = end.outcome == .played ? ends.count : ends.prefix { $0 <= end.heardFrames }.count
-        let heard = parts.count == alert.orders.count ? partsHeard : (partsHeard == ends.count ? alert.orders.count : 0)
+        // Parts not synthesized yet when the clip was cut have no end: not heard.
+        let partsHeard = end.outcome == .played && ends.count == parts.count ? parts.count : ends.prefix { $0 <= end.heardFrames }.count
+        let heard = parts.count == alert.orders.count ? partsHeard : (partsHeard == parts.count ? alert.orders.count : 0)
         let acks = queue.finished(alert, heard: heard, now: Self.now())
         let spokenIDs = Set(acks.filter { $0.status == .spoken }.map(\.id))
         for ack in acks {
@@ -361,29 +370,35 @@ public actor Daemon {
         }
     }
 
-    var sideWork: UInt64 = 0
-    var sideWorkDone = false
+    /// The streamed synthesis the speaker loop is playing, and how it ended (nil: still running).
+    var synthesisToken: UInt64 = 0
+    var synthesisEnd: Result<SpeechPipeline.StreamReport, SpeechError>?
 
-    /// Runs `work` off the actor while the loop keeps acking expiries at their ttl.
-    func servicingExpiries<T: Sendable>(_ work: @escaping @Sendable () async -> T) async -> T {
-        sideWork &+= 1
-        sideWorkDone = false
-        let token = sideWork
-        let task = Task.detached { await work() }
-        Task {
-            _ = await task.value
-            self.finishedSideWork(token)
+    /// Most seconds one clip holds: a bound on memory whatever the text and voice settings.
+    static let maxClipSeconds = 300
+
+    /// Starts `parts` as a clip that plays while it is synthesized: the clip is handed to the
+    /// engine at once, its samples follow as espeak makes them. `synthesisEnd` is set (and the
+    /// loop poked) when the synthesis ends.
+    func startSpeech(_ parts: [Utterance], gain: Double) -> (id: UInt64, stream: ClipStream,
+                                                            synthesis: Task<Result<SpeechPipeline.StreamReport, SpeechError>, Never>) {
+        let rate = engine.config.format.rate
+        let stream = ClipStream(capacity: rate * Self.maxClipSeconds)
+        synthesisToken &+= 1
+        synthesisEnd = nil
+        let (token, p) = (synthesisToken, pipeline)
+        let id = startClip(Clip(stream: stream), gain: gain)
+        let task = Task.detached { () -> Result<SpeechPipeline.StreamReport, SpeechError> in
+            let r = await p.stream(parts: parts, rate: rate, into: stream)
+            await self.synthesisEnded(token, r)
+            return r
         }
-        while !sideWorkDone {
-            for ack in queue.expire(now: Self.now()) { report(ack) }
-            await sleep(until: queue.nextExpiry)
-        }
-        return await task.value
+        return (id, stream, task)
     }
 
-    func finishedSideWork(_ token: UInt64) {
-        guard token == sideWork else { return }
-        sideWorkDone = true
+    func synthesisEnded(_ token: UInt64, _ r: Result<SpeechPipeline.StreamReport, SpeechError>) {
+        guard token == synthesisToken else { return }
+        synthesisEnd = r
         poke()
     }
 
@@ -451,20 +466,30 @@ public actor Daemon {
     }
 
     func sayUtterance(_ u: Utterance) async {
-        guard let clip = try? await pipeline.clip(u, rate: engine.config.format.rate) else { return }
-        startClip(clip, gain: 1)
+        let speech = startSpeech([u], gain: 1)
         _ = await waitClip()
+        speech.stream.cancel()
         log.info("said on request", ["text": u.text])
     }
 
     func sayPrompt(_ name: Templates.Name) async {
         let u = pipeline.words(.prompt(name), lang: config.speech.lang)
-        guard let clip = try? await pipeline.clip(u, rate: engine.config.format.rate) else { return }
         guard promptGain > 0 else { return }  // muted: prompts are silent
-        currentPrompt = startClip(clip, gain: promptGain)
+        let speech = startSpeech([u], gain: promptGain)
+        currentPrompt = speech.id
         let end = await waitClip()
         currentPrompt = nil
+        // Not waited for: a cut prompt's synthesis stops at its next chunk, and the order that
+        // cut it is synthesized right after it on the speech thread.
+        speech.stream.cancel()
         log.info(end.outcome == .played ? "said" : "prompt cut short", ["prompt": name.rawValue, "text": u.text])
+    }
+
+    /// An order cuts the prompt being said: the prompt fades out in the mixer while the order's
+    /// speech starts under it, instead of after the prompt's last queued sample has played.
+    func cutPrompt(_ id: UInt64) {
+        engine.stop(id: id)
+        if currentPrompt == id { clipDone(token: expectedClip ?? 0, ClipEnd(.stopped, heardFrames: 0)) }
     }
 
     // MARK: buttons

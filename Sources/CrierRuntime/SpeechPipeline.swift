@@ -1,6 +1,9 @@
 import CrierAudio
 import CrierCore
+import CrierPosix
 import CrierSpeech
+import Glibc
+import Synchronization
 
 /// Text → words → samples at the output rate: the path every alert and prompt takes.
 public struct SpeechPipeline: Sendable {
@@ -67,13 +70,101 @@ public struct SpeechPipeline: Sendable {
     /// device's rate).
     public func clip(_ u: Utterance, rate: Int) async throws(SpeechError) -> Clip {
         let voice = config.speech.voices[u.lang]!
-        var audio = try await speech.synthesize(u, voice: voice)
-        audio.samples.removeFirst(SilenceTrim.leadingSilence(audio.samples, rate: audio.rate))
-        let floats = audio.floats
-        let r = audio.rate == resampler.inputRate && rate == resampler.outputRate ? resampler : Resampler(from: audio.rate, to: rate)
-        return Clip(samples: r.process(floats))
+        let audio = try await speech.synthesize(u, voice: voice)
+        return Clip(samples: SpeechStreamer.whole(audio.samples, resampler: resampler(from: audio.rate, to: rate)))
     }
 
+    func resampler(from: Int, to rate: Int) -> Resampler {
+        from == resampler.inputRate && rate == resampler.outputRate ? resampler : Resampler(from: from, to: rate)
+    }
+
+    /// How a streamed synthesis went, for the log.
+    public struct StreamReport: Sendable {
+        /// Seconds from the call to the first samples in the clip, and to the end.
+        public var firstSamples: Double?
+        public var total: Double
+        public var frames: Int
+    }
+
+    /// Synthesizes `parts` into `clip` as espeak hands out its chunks, each part trimmed and
+    /// resampled on its own (the state carried across chunks: `SpeechStreamer`), its end
+    /// recorded in `clip.partEnds`. The clip can be playing meanwhile. Finishes the clip in
+    /// every case; stops early (`.cancelled`) when the clip is cancelled or full.
+    public func stream(parts: [Utterance], rate: Int, into clip: ClipStream) async -> Result<StreamReport, SpeechError> {
+        let t0 = Monotonic.now()
+        var firstSamples: Double?
+        defer { clip.finish() }
+        for u in parts {
+            if clip.isCancelled { return .failure(.cancelled) }
+            let sink = StreamSink(clip: clip, resampler: resampler(from: 22050, to: rate), rate: rate, start: t0,
+                                  yieldToReader: firstSamples == nil)
+            do throws(SpeechError) {
+                try await speech.synthesize(u, voice: config.speech.voices[u.lang]!, into: sink)
+            } catch {
+                return .failure(error)
+            }
+            guard sink.end() else { return .failure(.cancelled) }
+            clip.endPart()
+            if let f = sink.firstAt, firstSamples == nil { firstSamples = f }
+        }
+        return .success(StreamReport(firstSamples: firstSamples, total: Monotonic.now() - t0, frames: clip.count))
+    }
+}
+
+/// One part's samples on their way into a streamed clip. Called only on the speech thread; the
+/// Mutex makes the class Sendable (uncontended, so it costs a few ns per chunk).
+final class StreamSink: SpeechChunkSink {
+    let clip: ClipStream
+    let start: Double
+    /// Once the clip holds 50 ms, pause the synthesis until the audio thread has taken
+    /// them (at most `yieldLimit`): on a busy CPU the rest of a long text, synthesized at full
+    /// speed on the other thread, would otherwise compete with the audio thread for the core
+    /// just when it is about to write the first sound. The synthesis is 100-500× faster than
+    /// playback; a pause of a millisecond costs nothing audible.
+    let yieldToReader: Bool
+    static let yieldLimit = 0.02
+    /// Samples in the clip before that pause: 50 ms, far more than the mixer needs to start (a fade).
+    let yieldAfter: Int
+    private let streamer: Mutex<(SpeechStreamer, first: Double?, yielded: Bool)>
+
+    init(clip: ClipStream, resampler: Resampler, rate: Int, start: Double, yieldToReader: Bool) {
+        self.clip = clip
+        self.start = start
+        self.yieldToReader = yieldToReader
+        yieldAfter = rate / 20
+        streamer = Mutex((SpeechStreamer(resampler: resampler), nil, !yieldToReader))
+    }
+
+    /// Seconds from the start of the synthesis to this part's first samples in the clip.
+    var firstAt: Double? { streamer.withLock { $0.first } }
+
+    func speechChunk(_ samples: UnsafeBufferPointer<Int16>, rate: Int) -> Bool {
+        let (out, first) = streamer.withLock { s -> ([Float], Double?) in
+            if rate != s.0.inputRate && !s.0.hasInput {
+                // espeak's voices all run at 22050 Hz; should one not, follow it.
+                s.0 = SpeechStreamer(resampler: Resampler(from: rate, to: s.0.outputRate))
+            }
+            let o = s.0.push(Array(samples))
+            if !o.isEmpty && s.first == nil { s.first = Monotonic.now() - start }
+            return (o, s.first)
+        }
+        let ok = clip.append(out)
+        if ok && first != nil && !streamer.withLock({ $0.yielded }) && clip.count >= yieldAfter {
+            streamer.withLock { $0.yielded = true }
+            let until = Monotonic.now() + Self.yieldLimit
+            var pause = timespec(tv_sec: 0, tv_nsec: 100_000)
+            while !clip.hasBeenRead && !clip.isCancelled && Monotonic.now() < until { nanosleep(&pause, nil) }
+        }
+        return ok
+    }
+
+    /// The part is complete: the resampler's tail goes in. False when the clip no longer takes samples.
+    func end() -> Bool {
+        clip.append(streamer.withLock { $0.0.finish() })
+    }
+}
+
+extension SpeechPipeline {
     public func phonemes(_ u: Utterance) async -> String {
         await speech.phonemes(u, voice: config.speech.voices[u.lang]!)
     }

@@ -13,6 +13,8 @@ public enum SpeechError: Error, Sendable, Equatable, CustomStringConvertible {
     case deadlineExceeded(seconds: Double, text: String)
     case synthFailed(code: Int32)
     case shutDown
+    /// The listener no longer wants it (a streamed clip was stopped); not a failure.
+    case cancelled
     /// The process could not start the speech thread (out of threads or memory).
     case noThread(String)
 
@@ -24,6 +26,7 @@ public enum SpeechError: Error, Sendable, Equatable, CustomStringConvertible {
             "speech synthesis took longer than \(ConfigValue.fmt(s)) s and was cut off (text starts \"\(t.prefix(40))\")"
         case .synthFailed(let c): "espeak-ng failed with error \(c)"
         case .shutDown: "the speech engine has stopped"
+        case .cancelled: "speech synthesis was cancelled"
         case .noThread(let why): "cannot start the speech thread (\(why)); crier exits so systemd restarts it"
         }
     }
@@ -34,6 +37,13 @@ public struct SpeechAudio: Sendable {
     public var rate: Int
     public var samples: [Int16]
     public var floats: [Float] { samples.map { Float($0) / 32768 } }
+}
+
+/// Where a streamed synthesis puts its samples: called on the speech thread with each chunk as
+/// espeak-ng hands it out (a few ms of audio, the first ~0.25 ms after the call). Returning false
+/// aborts the synthesis (the clip was stopped). Keep it short: it runs inside espeak's callback.
+public protocol SpeechChunkSink: AnyObject, Sendable {
+    func speechChunk(_ samples: UnsafeBufferPointer<Int16>, rate: Int) -> Bool
 }
 
 /// The only place espeak-ng is called. The library keeps global state and crashes when used
@@ -66,9 +76,21 @@ public final class SpeechEngine: Sendable {
     public func synthesize(_ u: Utterance, voice: VoiceConfig) async throws(SpeechError) -> SpeechAudio {
         if stopped.load(ordering: .relaxed) { throw .shutDown }
         let r = await withCheckedContinuation { (c: CheckedContinuation<Result<SpeechAudio, SpeechError>, Never>) in
-            EspeakThread.shared.submit(.synth(u, voice, EspeakThread.Settings(dataPath: dataPath, deadline: deadline, log: log), c))
+            EspeakThread.shared.submit(.synth(u, voice, EspeakThread.Settings(dataPath: dataPath, deadline: deadline, log: log), nil, c))
         }
         return try r.get()
+    }
+
+    /// Synthesizes into `sink` chunk by chunk instead of collecting the whole utterance: the
+    /// caller can play the first chunk while the rest is made. Returns the samples produced.
+    /// Same thread, same deadline, same abort; `.cancelled` when the sink said stop.
+    @discardableResult
+    public func synthesize(_ u: Utterance, voice: VoiceConfig, into sink: any SpeechChunkSink) async throws(SpeechError) -> Int {
+        if stopped.load(ordering: .relaxed) { throw .shutDown }
+        let r = await withCheckedContinuation { (c: CheckedContinuation<Result<SpeechAudio, SpeechError>, Never>) in
+            EspeakThread.shared.submit(.synth(u, voice, EspeakThread.Settings(dataPath: dataPath, deadline: deadline, log: log), sink, c))
+        }
+        return try r.get().rate
     }
 
     /// espeak-ng's phoneme transcription of what would be said (as `espeak-ng -x`), for tests
@@ -92,7 +114,9 @@ final class EspeakThread: Sendable {
     }
 
     enum Job: Sendable {
-        case synth(Utterance, VoiceConfig, Settings, CheckedContinuation<Result<SpeechAudio, SpeechError>, Never>)
+        /// With a sink, samples go to it as they come and the result carries no samples (its
+        /// `rate` field then holds the number of samples produced).
+        case synth(Utterance, VoiceConfig, Settings, (any SpeechChunkSink)?, CheckedContinuation<Result<SpeechAudio, SpeechError>, Never>)
         case phonemes(Utterance, VoiceConfig, Settings, CheckedContinuation<String, Never>)
     }
 
@@ -125,7 +149,7 @@ final class EspeakThread: Sendable {
     func submit(_ job: Job) {
         if let e = startFailure.withLock({ $0 }) {
             switch job {
-            case .synth(_, _, _, let c): c.resume(returning: .failure(.noThread("\(e)")))
+            case .synth(_, _, _, _, let c): c.resume(returning: .failure(.noThread("\(e)")))
             case .phonemes(_, _, _, let c): c.resume(returning: "")
             }
             return
@@ -139,7 +163,15 @@ final class EspeakThread: Sendable {
         var samples: [Int16] = []
         let deadline: Double
         var aborted = false
-        init(deadline: Double) { self.deadline = deadline }
+        /// Streamed synthesis: chunks go here instead of `samples`.
+        let sink: (any SpeechChunkSink)?
+        var produced = 0
+        var cancelled = false
+        var rate = 0
+        init(deadline: Double, sink: (any SpeechChunkSink)?) {
+            self.deadline = deadline
+            self.sink = sink
+        }
     }
 
     private struct Worker {
@@ -159,8 +191,8 @@ final class EspeakThread: Sendable {
                 owner.busyNs.store(Int64(Monotonic.now() * 1e9), ordering: .relaxed)
                 defer { owner.busyNs.store(0, ordering: .relaxed) }
                 switch job {
-                case .synth(let u, let v, let s, let c):
-                    c.resume(returning: synth(u, v, s))
+                case .synth(let u, let v, let s, let sink, let c):
+                    c.resume(returning: synth(u, v, s, sink: sink))
                 case .phonemes(let u, let v, let s, let c):
                     c.resume(returning: phonemes(u, v, s))
                 }
@@ -185,7 +217,18 @@ final class EspeakThread: Sendable {
                 espeak_SetSynthCallback { wav, count, events in
                     guard let events, let ctx = events.pointee.user_data else { return 0 }
                     let c = Unmanaged<Collector>.fromOpaque(ctx).takeUnretainedValue()
-                    if let wav, count > 0 { c.samples.append(contentsOf: UnsafeBufferPointer(start: wav, count: Int(count))) }
+                    if let wav, count > 0 {
+                        let chunk = UnsafeBufferPointer(start: wav, count: Int(count))
+                        c.produced += chunk.count
+                        if let sink = c.sink {
+                            if !sink.speechChunk(chunk, rate: c.rate) {
+                                c.cancelled = true
+                                return 1  // the listener stopped the clip
+                            }
+                        } else {
+                            c.samples.append(contentsOf: chunk)
+                        }
+                    }
                     if Monotonic.now() > c.deadline {
                         c.aborted = true
                         return 1  // abort this synthesis
@@ -223,10 +266,11 @@ final class EspeakThread: Sendable {
             }
         }
 
-        mutating func synth(_ u: Utterance, _ v: VoiceConfig, _ s: Settings) -> Result<SpeechAudio, SpeechError> {
+        mutating func synth(_ u: Utterance, _ v: VoiceConfig, _ s: Settings, sink: (any SpeechChunkSink)?) -> Result<SpeechAudio, SpeechError> {
             guard ready(s) else { return .failure(.initFailed(path: s.dataPath)) }
             select(v, lang: u.lang, log: s.log)
-            let collector = Collector(deadline: Monotonic.now() + s.deadline)
+            let collector = Collector(deadline: Monotonic.now() + s.deadline, sink: sink)
+            collector.rate = rate
             let ctx = Unmanaged.passUnretained(collector).toOpaque()
             // No espeakSSML and no espeakPHONEMES: text from outside must not switch voices,
             // read files or inject phoneme codes.
@@ -236,8 +280,10 @@ final class EspeakThread: Sendable {
                     espeak_Synth(p, strlen(p) + 1, 0, POS_CHARACTER, 0, flags, nil, ctx)
                 }
             }
+            if collector.cancelled { return .failure(.cancelled) }
             if collector.aborted { return .failure(.deadlineExceeded(seconds: s.deadline, text: u.text)) }
             guard r == EE_OK else { return .failure(.synthFailed(code: r.rawValue)) }
+            if sink != nil { return .success(SpeechAudio(rate: collector.produced, samples: [])) }
             return .success(SpeechAudio(rate: rate, samples: collector.samples))
         }
 

@@ -92,3 +92,29 @@ extension String {
         return n
     }
 }
+
+/// Issue 16: the plain-text fast path of `SpokenText.spell` gives what the tokenizer gives.
+@Suite struct SpokenTextFastPathTests {
+    @Test func plainChineseTextComesOutAsTheTokenizerWouldWriteIt() {
+        let pool: [String] = ["请", "各", "位", "顾", "客", "注", "意", "号", "元", "新", "，", "。", "、", "；", "：", "！", "？",
+                              "「", "」", "《", "》", "…", "——", "～", "〜", "（", "）", "０", "５", "Ａ", "％", "＋", "￥", "¥", "€",
+                              "°", "℃", "×", "÷", "‰", "−", "–", "😀", "👍🏽", "é", "e\u{301}", "한", "ー", "·", " ", "A", "7", "-", "/", "x",
+                              "：", "．", "！", "？", "＃", "／", "－", "＆", "ｘ", "Ｎｏ．", "＂"]
+        var rng = SplitMix64(seed: 16)
+        var plain = 0
+        for round in 0..<3000 {
+            // Mostly hanzi and CJK punctuation, sometimes one odd piece.
+            var t = ""
+            for _ in 0..<Int.random(in: 1...40, using: &rng) {
+                t += Int.random(in: 0..<6, using: &rng) == 0 ? pool.randomElement(using: &rng)! : pool[Int.random(in: 0..<17, using: &rng)]
+            }
+            if Reader.isPlain(t) { plain += 1 }
+            var r = Reader(t, lang: .zh)
+            let slow = r.run()
+            #expect(SpokenText.spell(t, lang: .zh) == slow, "round \(round): \(t)")
+        }
+        #expect(plain > 300, "the fast path is taken for plain text (\(plain) of 3000)")
+        #expect(Reader.isPlain("请各位顾客注意，本店今日推出新品。"))
+        #expect(!Reader.isPlain("请到3号窗口") && !Reader.isPlain("３号") && !Reader.isPlain("满100-20") && !Reader.isPlain("八元/斤"))
+    }
+}

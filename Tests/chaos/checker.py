@@ -86,11 +86,22 @@ def _segment_events(seg):
 
 
 def _sayings(seg):
-    """[(t, ids, seconds, line)] from `alert: saying ids=… seconds=…`."""
+    """[(t, ids, seconds, line)] from `alert: saying ids=…`. Speech plays while it is synthesized
+    (issue 16), so its length comes from the `alert: synthesized ids=… seconds=…` line that follows
+    (an older `saying` line carried `seconds=` itself)."""
     res = []
-    for (t, lvl, comp, msg, f), line in _segment_events(seg):
+    events = _segment_events(seg)
+    for i, ((t, lvl, comp, msg, f), line) in enumerate(events):
         if comp == "alert" and msg == "saying" and "ids" in f:
-            res.append((t, f["ids"].split(","), float(f.get("seconds", "0") or 0), line))
+            secs = f.get("seconds")
+            if secs is None:
+                for (t2, _, c2, m2, f2), _ in events[i + 1:]:
+                    if c2 == "alert" and m2 == "saying":
+                        break
+                    if c2 == "alert" and m2 == "synthesized" and f2.get("ids") == f["ids"]:
+                        secs = f2.get("seconds")
+                        break
+            res.append((t, f["ids"].split(","), float(secs or 0), line))
     return res
 
 

@@ -168,7 +168,8 @@ def test_sigterm_in_a_coalesced_announcement_acks_only_the_orders_heard(box):
         crier.wait_for(r"INFO alert: saying ids=T-0")
         for i in range(1, 10):
             send_order(c, "N-%d" % i, kind="new_customer", number=100 + i * 11)
-        said = crier.wait_for(r"INFO alert: saying ids=N-1,N-2,N-3,N-4,N-5,N-6,N-7,N-8,N-9 ", timeout=30)[0]
+        crier.wait_for(r"INFO alert: saying ids=N-1,N-2,N-3,N-4,N-5,N-6,N-7,N-8,N-9 ", timeout=30)
+        said = crier.wait_for(r"INFO alert: synthesized ids=N-1,N-2,N-3,N-4,N-5,N-6,N-7,N-8,N-9 ", timeout=30)[0]
         seconds = float(re.search(r"seconds=([\d.]+)", said).group(1))
         assert seconds > 8, said
         time.sleep(1)
@@ -211,7 +212,8 @@ def test_a_more_urgent_order_interrupts_a_long_text_and_expiry_is_noticed_while_
         acks = Acks(c)
         crier.wait_for(r"INFO audio: opened")
         send_order(c, "LONG", text=long_text, priority=0)
-        said = crier.wait_for(r"INFO alert: saying ids=LONG ", timeout=30)[0]
+        crier.wait_for(r"INFO alert: saying ids=LONG ", timeout=30)
+        said = crier.wait_for(r"INFO alert: synthesized ids=LONG ", timeout=30)[0]
         assert float(re.search(r"seconds=([\d.]+)", said).group(1)) > 20, said
         time.sleep(2)
         # Equal priority with a short ttl: waits, and expires at its ttl, not when LONG ends.
@@ -251,3 +253,55 @@ def test_a_more_urgent_order_interrupts_a_long_text_and_expiry_is_noticed_while_
     assert re.search(r"INFO alert: acked again: spoken id=URGENT", err)
     assert "cancelled by server" not in err
     assert_log_matches_acks(err, acks)
+
+
+def test_an_order_during_a_status_prompt_starts_at_once_while_the_prompt_fades(box):
+    """Issue 16: the order does not wait for the cut prompt's queued audio to play out (before:
+    `queued` → `prompt cut short` → `saying` took a buffer, ~90 ms with the default 80 ms buffer,
+    and 400+ ms with the 400 ms buffer used here). Its speech starts under the prompt's fade."""
+    srv = RawServer()
+    crier = run_crier(box, srv.port, "status.on_link_up = off\naudio.buffer_ms = 400\n"
+                      "template.zh.started = 音箱已经启动，正在连接服务器，请稍候，马上就好，谢谢您的耐心等待\n")
+    try:
+        c = connect(srv)
+        acks = Acks(c)
+        crier.wait_for(r"INFO audio: opened")
+        time.sleep(1.0)  # well inside the ~5 s start prompt
+        assert not any("INFO runtime: said prompt=started" in l for l in crier.lines()), "the prompt ended already"
+        send_order(c, "P-1", kind="new_customer", number=42)
+        queued = crier.wait_for(r"INFO alert: queued id=P-1")
+        cut = crier.wait_for(r"INFO runtime: prompt cut short prompt=started")
+        saying = crier.wait_for(r"INFO alert: saying ids=P-1 ")
+        acks.read_until(lambda a: a["id"] == "P-1", timeout=20)
+    finally:
+        rc = crier.stop()
+    assert rc == 0
+    assert acks.status("P-1") == ["spoken"]
+    t = {name: log_time(line[0]) for name, line in (("queued", queued), ("cut", cut), ("saying", saying))}
+    waited = t["saying"] - t["queued"]
+    print("\norder during a prompt: queued → saying %.0f ms (buffer 400 ms)" % (waited * 1000))
+    assert t["cut"] <= t["saying"]
+    assert waited < 0.25, "the order waited %.0f ms for the cut prompt" % (waited * 1000)
+    # What reached the device: the prompt, then the order right under its fade, no gap of a
+    # buffer's length between them.
+    rate, _, x = read_wav(box.capture)
+    start = first_loud(x)
+    assert start is not None
+    quiet = longest_quiet(x[start:last_loud(x)], 0.01)
+    assert quiet < 0.3 * rate, "a silent gap of %.0f ms inside the speech" % (quiet * 1000 / rate)
+
+
+def log_time(line):
+    """Seconds (within the day) of a log line's own timestamp (ms resolution)."""
+    m = re.search(r"T(\d\d):(\d\d):(\d\d)\.(\d\d\d)", line)
+    assert m, line
+    h, mi, s, ms = (int(g) for g in m.groups())
+    return h * 3600 + mi * 60 + s + ms / 1000
+
+
+def longest_quiet(x, threshold):
+    best = run = 0
+    for v in x:
+        run = run + 1 if abs(v) < threshold else 0
+        best = max(best, run)
+    return best

@@ -256,6 +256,20 @@ def pct(values, p):
     return s[k]
 
 
+def smaps(pid):
+    """{Rss, Pss, Anonymous, ...} in kB from /proc/PID/smaps_rollup (None if gone)."""
+    try:
+        with open("/proc/%d/smaps_rollup" % pid) as f:
+            out = {}
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 3 and parts[0].endswith(":") and parts[2] == "kB":
+                    out[parts[0][:-1]] = int(parts[1])
+            return out
+    except (FileNotFoundError, PermissionError):
+        return None
+
+
 def proc_status(pid, key):
     try:
         with open("/proc/%d/status" % pid) as f:
@@ -308,6 +322,7 @@ class Bench:
         self.quick = quick
         self.work = work
         self.results = {}
+        self.alerts_n = 0
         self.notes = []
         self.children = []
         self.n = 0
@@ -341,9 +356,9 @@ class Bench:
         path = os.path.join(d, "crier.conf")
         with open(path, "w") as f:
             f.write("device.id = bench\nstatus.on_start = off\nstatus.on_link_up = off\n"
-                    "input = fifo:%s/buttons.fifo\nstate.path = %s/state\nspeech.lang = zh\n"
+                    "input = fifo:%s/buttons.fifo\nstate.path = %s/state\ncontrol.socket = %s/control.sock\nspeech.lang = zh\n"
                     "speech.zh.voice = %s\nspeech.zh.rate = %d\nspeech.zh.pitch = %d\nspeech.zh.volume = %d\n" % (
-                        d, d, VOICE, RATE, PITCH, AMPLITUDE))
+                        d, d, d, VOICE, RATE, PITCH, AMPLITUDE))
             if server_port:
                 f.write("server = tcp://127.0.0.1:%d\n" % server_port)
             f.write(extra)
@@ -498,38 +513,142 @@ class Bench:
     # memory: idle, after 1000 alerts
 
     def alerts(self):
-        n = 100 if self.quick else 1000
+        """Memory idle and after many short alerts: peak RSS, and anonymous memory and PSS from
+        smaps_rollup sampled along the way (anonymous memory must stay flat). Runs alongside the
+        other steps (it is mostly paced playback), with children of its own."""
+        n = self.alerts_n or (300 if self.quick else 10000)
         d = self.dir("alerts")
         env = self.env(d, "")
-        sim = Proc([self.crier, "order-sim", "--host", "127.0.0.1", "--port", "0", "--every", "0"], stdin=True)
-        self.children.append(sim)
-        port = int(sim.wait_for(r"^listening addr=", which="out")[0][1].rsplit(":", 1)[1].split()[0])
-        conf = self.conf(d, port, "audio.device = null\nspeech.lang = en\nspeech.en.rate = 450\nqueue.max = %d\n" % (n + 50))
-        p = self.crier_run(d, env, conf)
-        p.wait_for(r"INFO link: connected", timeout=20)
-        p.wait_for(r"INFO audio: opened device=null", timeout=20)
-        time.sleep(3)
-        idle_hwm = proc_status(p.pid, "VmHWM")
-        idle_rss = proc_status(p.pid, "VmRSS")
-        idle_anon, idle_file = proc_status(p.pid, "RssAnon"), proc_status(p.pid, "RssFile")
-        t0 = mono_ns()
-        for _ in range(n):
-            sim.send("a")
-        sim.wait_for(r"^ack id=\S+ status=spoken", which="out", count=n, timeout=n * 1.5 + 30)
-        t1 = mono_ns()
-        self.check_alive(p, "crier")
-        hwm = proc_status(p.pid, "VmHWM")
-        rss = proc_status(p.pid, "VmRSS")
-        said = len([1 for _, l in p.lines() if "INFO alert: saying" in l])
-        p.stop()
-        sim.stop()
+        kids = []
+        try:
+            sim = Proc([self.crier, "order-sim", "--host", "127.0.0.1", "--port", "0", "--every", "0"], stdin=True)
+            kids.append(sim)
+            port = int(sim.wait_for(r"^listening addr=", which="out")[0][1].rsplit(":", 1)[1].split()[0])
+            conf = self.conf(d, port, "audio.device = null\nspeech.lang = en\nspeech.en.rate = 450\nqueue.max = %d\n" % (n + 50))
+            p = Proc([self.crier, "run", "--config", conf], env=env)
+            kids.append(p)
+            p.wait_for(r" INFO runtime: ready", timeout=30)
+            p.wait_for(r"INFO link: connected", timeout=20)
+            p.wait_for(r"INFO audio: opened device=null", timeout=20)
+            time.sleep(3)
+            idle_hwm = proc_status(p.pid, "VmHWM")
+            idle_rss = proc_status(p.pid, "VmRSS")
+            idle_anon, idle_file = proc_status(p.pid, "RssAnon"), proc_status(p.pid, "RssFile")
+            idle_sm = smaps(p.pid) or {}
+            samples = [(0, idle_sm.get("Anonymous"), idle_sm.get("Pss"))]
+            t0 = mono_ns()
+            for _ in range(n):
+                sim.send("a")
+            step = max(1, n // 10)
+            for k in range(step, n + 1, step):
+                sim.wait_for(r"^ack id=\S+ status=spoken", which="out", count=k, timeout=step * 1.5 + 60)
+                sm = smaps(p.pid) or {}
+                samples.append((k, sm.get("Anonymous"), sm.get("Pss")))
+                self.log("alerts: %d of %d spoken; anonymous %s kB, PSS %s kB, VmHWM %s kB" % (
+                    k, n, sm.get("Anonymous"), sm.get("Pss"), proc_status(p.pid, "VmHWM")))
+            sim.wait_for(r"^ack id=\S+ status=spoken", which="out", count=n, timeout=60)
+            t1 = mono_ns()
+            self.check_alive(p, "crier")
+            hwm = proc_status(p.pid, "VmHWM")
+            rss = proc_status(p.pid, "VmRSS")
+            sm = smaps(p.pid) or {}
+            said = len([1 for _, l in p.lines() if "INFO alert: saying" in l])
+        finally:
+            for k in kids:
+                k.stop()
         r = {"n": n, "idle_hwm_kb": idle_hwm, "idle_rss_kb": idle_rss, "hwm_kb": hwm, "rss_kb": rss,
              "idle_anon_kb": idle_anon, "idle_file_kb": idle_file,
+             "idle_smaps_anon_kb": idle_sm.get("Anonymous"), "idle_pss_kb": idle_sm.get("Pss"),
+             "smaps_anon_kb": sm.get("Anonymous"), "pss_kb": sm.get("Pss"), "samples": samples,
              "seconds": (t1 - t0) / 1e9, "utterances": said}
         self.results["alerts"] = r
         self.log("memory: idle RSS %d kB = %d anon + %d file-backed (shared libraries)" % (idle_rss, idle_anon, idle_file))
         self.log("memory: idle VmHWM %d kB; after %d alerts VmHWM %d kB (RSS %d kB), %d utterances in %.0f s" % (
             idle_hwm, n, hwm, rss, said, r["seconds"]))
+        self.log("memory: anonymous / PSS kB along the way: %s" % " ".join("%d:%s/%s" % x for x in samples))
+
+    # -----------------------------------------------------------------------------------------
+    # first sound against text length (issue 16): at snd_pcm_writei, Crier vs the peer
+
+    FIRST_SOUND_TEXTS = None
+
+    @staticmethod
+    def first_sound_texts():
+        order = "新客户来了，四十二号"
+        ten = "新客户来了，" + "、".join(zh_number(41 + i) + "号" for i in range(10))
+        base = "请各位顾客注意，本店今日推出新品，欢迎品尝。取餐时请出示取餐码，谢谢合作。"
+        long = (base * 20)[:500]
+        return [("one order", order, True), ("ten-number alert", ten, True),
+                ("text, 100 chars", long[:100], False), ("text, 250 chars", long[:250], False),
+                ("500-character text", long, True)]
+
+    def first_sound(self, who):
+        main_n = 8 if self.quick else 30
+        d = self.dir("firstsound-" + who)
+        env = self.env(d, 'pcm.!default { type null }')
+        probe_out = os.path.join(d, "writei.events")
+        if not self.probe():
+            raise Broken("first sound needs the writei probe (a C compiler)")
+        env = dict(env, LD_PRELOAD=self.probe(), WRITEI_PROBE_OUT=probe_out, WRITEI_PROBE_GAP_MS="100")
+        srv = OrderServer()
+        proc = None
+        l0 = os.getloadavg()[0]
+        res = {}
+
+        def onsets():
+            if not os.path.exists(probe_out):
+                return []
+            with open(probe_out) as f:
+                return [int(l.split()[1]) for l in f if l.startswith("loud ")]
+        try:
+            if who == "crier":
+                proc = self.crier_run(d, env, self.conf(d, srv.port))
+                srv.wait_hello()
+                proc.wait_for(r"INFO audio: opened device=default type=NULL", timeout=20)
+            else:
+                penv = dict(env, PEER_VOICE=VOICE, PEER_RATE=str(RATE), PEER_PITCH=str(PITCH),
+                            PEER_AMPLITUDE=str(AMPLITUDE), PEER_DEVICE="default")
+                proc = Proc(["bash", os.path.join(HERE, "peer.sh"), "127.0.0.1", str(srv.port)], env=penv)
+                self.children.append(proc)
+                srv.wait_hello()
+            time.sleep(1.0)
+            run = "%x" % (int(time.time() * 1000) & 0xFFFFFF)
+            for ti, (label, text, main) in enumerate(self.first_sound_texts()):
+                n = main_n if main else max(4, main_n // 2)
+                lat = []
+                for i in range(2 + n):  # two warm-up orders per text, not counted
+                    oid = "F%s-%s-%d-%d" % (run, who, ti, i)
+                    seen = len(onsets())
+                    ts = srv.send_order({"type": "order", "id": oid, "kind": "text", "text": text})
+                    end = time.monotonic() + 5
+                    hit = None
+                    while time.monotonic() < end:
+                        new = [t for t in onsets()[seen:] if t >= ts]
+                        if new:
+                            hit = new[0]
+                            break
+                        time.sleep(0.005)
+                    if who == "crier":
+                        # Long texts would play for a minute: cut once the first sound is out.
+                        time.sleep(0.3)
+                        srv.send_order({"type": "cancel", "id": oid})
+                    if not srv.wait_acks([oid], timeout=30):
+                        raise Broken("%s: order %s never acked" % (who, oid))
+                    time.sleep(0.4)
+                    if i >= 2:
+                        if hit is None:
+                            raise Broken("%s: no sound at snd_pcm_writei for %r within 5 s" % (who, label))
+                        lat.append((hit - ts) / 1e6)
+                res[label] = {"chars": len(text), "n": n, "p50": pct(lat, 50), "p90": pct(lat, 90), "p99": pct(lat, 99),
+                              "max": max(lat), "all": [round(x, 2) for x in lat]}
+                self.log("first sound %s, %s (%d chars): p50 %.2f p90 %.2f p99 %.2f max %.2f ms" % (
+                    who, label, len(text), res[label]["p50"], res[label]["p90"], res[label]["p99"], res[label]["max"]))
+        finally:
+            if proc is not None:
+                proc.stop()
+            srv.close()
+        res["_load"] = "%.2f→%.2f" % (l0, os.getloadavg()[0])
+        self.results["first_sound_" + who] = res
 
     def static(self):
         """Idle memory and the burst again with the binary as the .deb ships it (--static-swift-stdlib)."""
@@ -808,6 +927,23 @@ def render(b, info, load_start, load_end, elapsed):
     def row(metric, crier, peer, target, ok, load=""):
         rows.append((metric, crier, peer, target, ok, load))
 
+    fc, fp = R.get("first_sound_crier"), R.get("first_sound_peer")
+    if fc and fp:
+        for label, text, main in Bench.first_sound_texts():
+            if not main or label not in fc or label not in fp:
+                continue
+            c, q = fc[label], fp[label]
+            for k in ("p50", "p99"):
+                ratio = q[k] / c[k] if c[k] > 0 else float("inf")
+                row("first loud sample at `snd_pcm_writei`, %s (%d chars), %s%s" % (
+                    label, c["chars"], k, " (%d orders)" % c["n"] if k == "p50" else ""),
+                    "%.2f ms" % c[k], "%.1f ms (%s×)" % (q[k], ("%.0f" if ratio >= 10 else "%.1f") % ratio), "≥ 10× lower than the peer",
+                    verdict(ratio >= 10), fc["_load"] + " / " + fp["_load"] if k == "p50" and label == "one order" else "")
+        one, big = fc.get("one order"), fc.get("500-character text")
+        if one and big:
+            ratio = big["p50"] / one["p50"] if one["p50"] > 0 else float("inf")
+            row("Crier first sound, 500-character text p50 / one order p50", "%.2f×" % ratio, "%.2f× (peer)" % (
+                fp["500-character text"]["p50"] / fp["one order"]["p50"]), "≤ 1.5×", verdict(ratio <= 1.5))
     lc, lp = R.get("latency_crier"), R.get("latency_peer")
     if lc and lp:
         n = lc["n"]
@@ -850,6 +986,16 @@ def render(b, info, load_start, load_end, elapsed):
         row("peak RSS (VmHWM) idle, connected", mb(a["idle_hwm_kb"]), peer_idle, "≤ 16 MB", verdict(a["idle_hwm_kb"] <= 16 * 1024))
         peer_said = "+ %s espeak-ng + %s aplay per order" % (mb(pm["espeak_kb"]), mb(pm["aplay_kb"])) if pm else ""
         row("peak RSS after %d short text alerts" % a["n"], mb(a["hwm_kb"]), peer_said, "", "")
+        if a.get("idle_smaps_anon_kb") is not None and a.get("smaps_anon_kb") is not None:
+            sam = [x for x in a.get("samples", []) if x[1] is not None]
+            # Flat: what the second half of the run added (the first alerts warm caches up).
+            mid = sam[len(sam) // 2][1] if len(sam) > 2 else a["idle_smaps_anon_kb"]
+            growth = a["smaps_anon_kb"] - mid
+            row("anonymous memory (smaps_rollup) idle → after %d alerts" % a["n"],
+                "%s → %s (second half of the run: %+d kB)" % (mb(a["idle_smaps_anon_kb"]), mb(a["smaps_anon_kb"]), growth),
+                "", "flat (second half grows < 512 kB)", verdict(growth < 512))
+            row("PSS (smaps_rollup) idle → after %d alerts" % a["n"], "%s → %s" % (mb(a["idle_pss_kb"]), mb(a["pss_kb"])),
+                "", "", "")
     si = R.get("static_idle")
     if si:
         row("peak RSS idle, connected — static binary (`--static-swift-stdlib`, as the .deb ships)", mb(si["VmHWM"]),
@@ -886,6 +1032,15 @@ def render(b, info, load_start, load_end, elapsed):
 
 def make_summary(R):
     out = []
+    fc, fp = R.get("first_sound_crier"), R.get("first_sound_peer")
+    if fc and fp and "one order" in fc and "500-character text" in fc:
+        out.append("- **First sound (issue 16).** Speech is mixed from espeak's first chunk on: at `snd_pcm_writei` "
+                   "Crier's first loud sample comes %.2f ms (p50) after the order for one order, %.2f ms for the "
+                   "ten-number alert and %.2f ms for the 500-character text; the peer needs %.1f, %.1f and %.1f ms "
+                   "(it starts two processes per order, and espeak-ng's CLI writes only once it has a buffer). "
+                   "Chart: [first sound against text length](bench-first-sound.svg)." % (
+                       fc["one order"]["p50"], fc["ten-number alert"]["p50"], fc["500-character text"]["p50"],
+                       fp["one order"]["p50"], fp["ten-number alert"]["p50"], fp["500-character text"]["p50"]))
     lc, lp = R.get("latency_crier"), R.get("latency_peer")
     if lc and lp and "w_p50" in lc and "w_p50" in lp:
         out.append("- **Latency.** Crier hands the first loud sample to ALSA %.1f ms (median) after the order "
@@ -920,6 +1075,57 @@ def make_summary(R):
     return ("\n" + "\n".join(out) + "\n") if out else ""
 
 
+def first_sound_svg(R, path):
+    """docs/bench-first-sound.svg: first-sound time (p50, bar to p90) against text length, Crier and
+    the peer, on a log time axis. Plain SVG written by hand (no plotting package needed)."""
+    fc, fp = R.get("first_sound_crier"), R.get("first_sound_peer")
+    if not (fc and fp):
+        return False
+    import math
+    W, H, L, T, Rm, B = 720, 420, 80, 40, 180, 60
+    pw, ph = W - L - Rm, H - T - B
+    series = [("Crier", fc, "#1f77b4"), ("espeak-ng | aplay (peer)", fp, "#d62728")]
+    pts = [(v["chars"], v["p50"], v["p90"]) for _, d, _ in series for k, v in d.items() if not k.startswith("_")]
+    xmax = max(c for c, _, _ in pts) * 1.05
+    lo = 10 ** math.floor(math.log10(max(1e-3, min(p for _, p, _ in pts))))
+    hi = 10 ** math.ceil(math.log10(max(q for _, _, q in pts)))
+
+    def X(c):
+        return L + pw * c / xmax
+
+    def Y(ms):
+        return T + ph * (1 - (math.log10(max(ms, lo)) - math.log10(lo)) / (math.log10(hi) - math.log10(lo)))
+    o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">' % (W, H, W, H),
+         '<rect width="100%" height="100%" fill="white"/>',
+         '<text x="%d" y="22" font-size="14" font-weight="bold">Order → first loud sample at snd_pcm_writei (p50, bar to p90)</text>' % L]
+    dec = lo
+    while dec <= hi * 1.0001:
+        y = Y(dec)
+        o.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>' % (L, y, L + pw, y))
+        o.append('<text x="%d" y="%.1f" text-anchor="end">%s ms</text>' % (L - 6, y + 4, ("%g" % dec)))
+        dec *= 10
+    for c in range(0, int(xmax) + 1, 100):
+        o.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#eee"/>' % (X(c), T, X(c), T + ph))
+        o.append('<text x="%.1f" y="%d" text-anchor="middle">%d</text>' % (X(c), T + ph + 16, c))
+    o.append('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#333"/>' % (L, T, pw, ph))
+    o.append('<text x="%.1f" y="%d" text-anchor="middle">text length (characters)</text>' % (L + pw / 2, H - 18))
+    for i, (name, d, color) in enumerate(series):
+        p = sorted((v["chars"], v["p50"], v["p90"]) for k, v in d.items() if not k.startswith("_"))
+        o.append('<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>' % (
+            color, " ".join("%.1f,%.1f" % (X(c), Y(m)) for c, m, _ in p)))
+        for c, m, q in p:
+            o.append('<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>' % (X(c), Y(m), X(c), Y(q), color))
+            o.append('<circle cx="%.1f" cy="%.1f" r="4" fill="%s"/>' % (X(c), Y(m), color))
+            o.append('<text x="%.1f" y="%.1f" fill="%s" font-size="10">%.2g</text>' % (X(c) + 6, Y(m) - 6, color, m))
+        ly = T + 20 + 20 * i
+        o.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"/>' % (L + pw + 14, ly, L + pw + 34, ly, color))
+        o.append('<text x="%d" y="%d">%s</text>' % (L + pw + 40, ly + 4, name))
+    o.append('</svg>')
+    with open(path, "w") as f:
+        f.write("\n".join(o) + "\n")
+    return True
+
+
 def write_doc(path, b, info, table, load_start, load_end, elapsed, quick):
     R = b.results
     lc = R.get("latency_crier", {})
@@ -931,12 +1137,19 @@ def write_doc(path, b, info, table, load_start, load_end, elapsed, quick):
     notes = "".join("- %s\n" % n for n in b.notes)
     notes_section = ("\n## Not measured / caveats\n\n" + notes) if notes else ""
     summary = make_summary(R)
+    fs = Bench.first_sound_texts()
+    fs_texts = ["「%s」, %d characters" % (t, len(t)) for _, t, _ in fs]
+    fc = R.get("first_sound_crier", {})
+    fs_n = fc.get("one order", {}).get("n", "?")
+    fs_n2 = fc.get("text, 100 chars", {}).get("n", "?")
+    first_sound_svg(R, os.path.join(os.path.dirname(path), "bench-first-sound.svg"))
     if vm:
         vm_line = ("in the QEMU VM of `scripts/vm-test.sh` (TCG, Debian 12 kernel, `snd-aloop`), run `%s`; "
                    "crier's `audio.buffer_ms = %s` there (the VM harness's setting, see docs/vm-tests.md)" % (
                        os.path.basename(vm["run_dir"]), vm["buffer_ms"]))
     else:
-        vm_line = "not in this run (`--quick` skips the VM; `--vm on` adds it)"
+        vm_line = ("not in this run (`--quick` skips the VM; `--vm on` adds it)" if quick else
+                   "not in this run (`--vm off`; `--vm on` or a full run with `auto` adds them)")
     mem_note = ""
     if si:
         mem_note = (" The dynamically linked build maps the Swift runtime as shared libraries; "
@@ -1004,6 +1217,22 @@ device per order (see the VM rows for a clock-driven device).
 Crier onsets matched: {lc.get('got', '?')}/{lc.get('n', '?')} (point 1), {lc.get('w_got', '?')}/{lc.get('n', '?')} (point 2); peer
 {lp.get('got', '?')}/{lp.get('n', '?')} and {lp.get('w_got', '?')}/{lp.get('n', '?')}.
 
+**First sound against text length (issue 16).** The same order server and the same writei probe
+(point 2 above) in Crier and in the peer's aplay; ALSA `default` is `type null` here. Texts, each
+sent as a `text` order with the same words for both: one order ({fs_texts[0]}), a ten-number alert
+({fs_texts[1]}, the words of a coalesced `new_customers` alert of ten numbers), and the first 100,
+250 and 500 characters of a long shop announcement (the 500-character one is `speech.max_chars`).
+{fs_n} orders per main text ({fs_n2} for the 100 and 250 character texts), two warm-up orders each
+not counted, one at a time: the next is sent once the previous is acked. The figure is the send
+(CLOCK_MONOTONIC, right before the socket write) → the return of the `snd_pcm_writei` call that
+carried the first sample above 1 % of full scale. Crier's clip is cancelled 0.3 s after it started
+(otherwise the 500-character text plays for a minute per order); the peer's aplay on the null PCM
+is not paced and finishes by itself. The chart (`docs/bench-first-sound.svg`, drawn by bench.py) shows
+p50 with a bar to p90. Before streaming (commit `88d20d2`), Crier synthesized a whole utterance
+before mixing its first sample, so its first sound grew with the text (4-7 ms for one order, 31-42 ms
+for ten numbers, more for 500 characters); now the first chunk (~0.25 ms of espeak work) is mixed
+while the rest is synthesized.
+
 **Idle (host).** `crier run` with `audio.device = null`, no order server, status prompts off; from
 2 s after the device opened, CPU time summed over all threads (`/proc/PID/task/*/schedstat`, ns
 resolution) and voluntary context switches (≈ wakeups; involuntary ones are preemptions by other
@@ -1021,7 +1250,11 @@ the ratio between the rows and the wakeup counts mean something.
 `crier order-sim`, null PCM, 3 s after the link came up. *After {a.get('n', 1000)} alerts*: the same
 process after {a.get('n', 1000)} text orders "a" typed into order-sim's stdin at once (English voice
 at rate 450, ~0.16 s each, `queue.max` raised so none is rejected), measured after the last ack
-`spoken` ({a.get('utterances', '?')} utterances in {a.get('seconds', 0):.0f} s). *After the burst*: the burst process below.{mem_note}
+`spoken` ({a.get('utterances', '?')} utterances in {a.get('seconds', 0):.0f} s; this step runs alongside the others, it is
+mostly paced playback). Anonymous memory and PSS come from `/proc/PID/smaps_rollup`, idle and after
+every tenth of the alerts ({' '.join('%d: %s/%s kB' % tuple(x) for x in a.get('samples', []))}, alerts: anonymous/PSS);
+"flat" is judged on the second half of the run, after the first alerts have warmed the allocator
+and espeak's caches. *After the burst*: the burst process below.{mem_note}
 Peer: VmRSS of socat + the bash loop while waiting, and the peak RSS of one `espeak-ng` and one
 `aplay` (GNU time), which exist once per order.
 
@@ -1045,8 +1278,11 @@ a connection stayed up 10 s (so with 1 s down the retry after the restart comes 
 link that flaps faster keeps backing off, by design). The peer has no reconnect: socat exits
 with the connection.
 
-## Targets (issue 9)
+## Targets (issue 9, issue 16)
 
+- First sound at `snd_pcm_writei`, p50 and p99, ≥ 10× lower than the peer for one order, a
+  ten-number alert and a 500-character text; Crier's p50 for the 500-character text within 1.5× of
+  its p50 for one order. Anonymous memory flat over 10 000 alerts.
 - Latency p99 ≤ 10 ms on this machine's pipe harness and ≥ 10× lower than the peer.
 - Idle keep-alive ≤ 0.5 % of one core; wakeups ≤ 50/s.
 - Peak RSS ≤ 16 MB idle, ≤ 24 MB after the burst.
@@ -1069,11 +1305,21 @@ def main():
     ap.add_argument("--vm", choices=("auto", "on", "off"), default="auto",
                     help="idle figures on hw:Loopback in the QEMU VM (auto: full runs only)")
     ap.add_argument("--render", help="only rewrite --out from a results.json of an earlier run")
+    ap.add_argument("--merge", action="append", default=[],
+                    help="with --render: also take the results of these results.json files (e.g. an alerts run)")
+    ap.add_argument("--skip", default="", help="comma list of steps not to run")
+    ap.add_argument("--note", action="append", default=[], help="with --render: a caveat to add to the page")
+    ap.add_argument("--alerts", type=int, default=0, help="alerts in the memory step (default 10000; 300 with --quick)")
     a = ap.parse_args()
     if a.render:
         j = json.load(open(a.render))
         b = Bench(os.path.abspath(a.crier), j["quick"], os.path.dirname(a.render))
         b.results, b.notes = j["results"], j["notes"]
+        for m in a.merge:
+            mj = json.load(open(m))
+            b.results.update(mj["results"])
+            b.notes += [n for n in mj["notes"] if n not in b.notes]
+        b.notes = a.note + b.notes
         table = render(b, j["info"], j["load_start"], j["load_end"], j["elapsed"])
         write_doc(a.out, b, j["info"], table, j["load_start"], j["load_end"], j["elapsed"], j["quick"])
         print(table)
@@ -1081,11 +1327,14 @@ def main():
         return 0
     work = tempfile.mkdtemp(prefix="crier-bench-")
     b = Bench(os.path.abspath(a.crier), a.quick, work)
+    b.alerts_n = a.alerts
     b.static_bin = os.path.abspath(a.crier_static) if a.crier_static and os.path.exists(a.crier_static) else None
     only = set(x for x in a.only.split(",") if x)
-    steps = [("latency", lambda: (b.latency("crier"), b.latency("peer"))), ("idle", b.idle),
+    skip = set(x for x in a.skip.split(",") if x)
+    steps = [("firstsound", lambda: (b.first_sound("crier"), b.first_sound("peer"))),
+             ("latency", lambda: (b.latency("crier"), b.latency("peer"))), ("idle", b.idle),
              ("start", b.start), ("reconnect", b.reconnect), ("peermem", b.peer_memory),
-             ("burst", b.burst), ("static", b.static), ("alerts", b.alerts)]
+             ("burst", b.burst), ("static", b.static)]
     vm_script = os.path.join(ROOT, "scripts", "vm-test.sh")
     use_vm = a.vm == "on" or (a.vm == "auto" and not a.quick)
     if use_vm and os.path.exists(vm_script):
@@ -1096,8 +1345,21 @@ def main():
     load_start = load()
     t0 = time.monotonic()
     failures = []
+    # The alerts step (10 000 paced utterances, ~25 min) runs alongside the others: it is mostly
+    # waiting for paced playback, a few % of one core.
+    bg = None
+    if (not only or "alerts" in only) and "alerts" not in skip:
+        def run_alerts():
+            try:
+                b.alerts()
+            except Exception as e:  # noqa: BLE001 - reported like a step failure
+                failures.append("alerts: %r" % (e,))
+                b.log("BROKEN alerts: %s" % (e,))
+        bg = threading.Thread(target=run_alerts, daemon=True)
+        b.log("alerts … in the background (load %s)" % load())
+        bg.start()
     for name, fn in steps:
-        if only and name not in only:
+        if (only and name not in only) or name in skip:
             continue
         b.log("%s … (load %s)" % (name, load()))
         try:
@@ -1111,6 +1373,9 @@ def main():
             failures.append("%s: %r" % (name, e))
         finally:
             b.cleanup()
+    if bg is not None:
+        b.log("waiting for the alerts step")
+        bg.join()
     elapsed = time.monotonic() - t0
     load_end = load()
     st = b.results.get("start")
@@ -1128,7 +1393,7 @@ def main():
     table = render(b, info, load_start, load_end, elapsed)
     print()
     print(table)
-    if not only:
+    if not only and not skip:
         write_doc(a.out, b, info, table, load_start, load_end, elapsed, a.quick)
         print("wrote %s" % a.out)
     with open(os.path.join(work, "results.json"), "w") as f:

@@ -13,8 +13,15 @@ public struct AudioFormat: Sendable, Equatable {
 /// Samples are in -1...1 before the master gain and headroom.
 public struct Clip: Sendable {
     public var samples: [Float]
+    /// Set for speech that is still being synthesized: the mixer reads `stream` as it grows and
+    /// `samples` is unused (docs/audio.md, "Streaming speech").
+    public var stream: ClipStream?
     public init(samples: [Float]) { self.samples = samples }
-    public var isEmpty: Bool { samples.isEmpty }
+    public init(stream: ClipStream) {
+        samples = []
+        self.stream = stream
+    }
+    public var isEmpty: Bool { stream == nil && samples.isEmpty }
 }
 
 public enum Decibel {

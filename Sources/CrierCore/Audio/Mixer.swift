@@ -17,6 +17,12 @@ public struct Mixer: Sendable {
         /// Frame within the clip where that fade-out began: what came before was heard in full.
         var stoppedFrom: Int?
         var gain: Float
+        /// A streamed clip is mixed once it has more than a fade of samples (or is complete).
+        var ready: Bool
+        /// Below 1 while a streamed clip's synthesis is behind playback: fades out over the
+        /// samples left, silence until more arrive, fades back in.
+        var gapGain: Float = 1
+        var inGap = false
     }
 
     public let format: AudioFormat
@@ -38,16 +44,39 @@ public struct Mixer: Sendable {
         self.gainStep = 1 / Float(max(1, format.frames(ms: gainRampMs)))
     }
 
-    public var isIdle: Bool { voices.isEmpty }
+    /// Nothing is heard: no voice, or only streamed clips whose first samples have not come yet.
+    public var isIdle: Bool { !voices.contains { $0.ready } }
     public var activeIDs: [UInt64] { voices.map(\.id) }
 
     public mutating func add(id: UInt64, clip: Clip, gain: Double = 1) {
-        voices.append(Voice(id: id, clip: clip, gain: Float(gain)))
+        voices.append(Voice(id: id, clip: clip, gain: Float(gain), ready: clip.stream == nil))
+    }
+
+    /// Marks the streamed clips that now have enough samples to start; true when any did (the
+    /// engine then treats them as just added: queued silence is taken back). Called before each
+    /// render: a streamed clip is only mixed once this has let it start.
+    public mutating func pollStreams() -> Bool {
+        var any = false
+        for i in voices.indices where !voices[i].ready {
+            if let st = voices[i].clip.stream, voices[i].stopAt == nil, st.available(atLeast: fadeFrames + 1) {
+                voices[i].ready = true
+                any = true
+            }
+        }
+        return any
     }
 
     /// Fades the voice out from its current position; it finishes (and is reported) after the fade.
     public mutating func stop(id: UInt64) {
         for i in voices.indices where voices[i].id == id && voices[i].stopAt == nil {
+            if let st = voices[i].clip.stream {
+                st.cancel()  // the synthesis stops too
+                let total = st.isFinished ? st.count : Int.max
+                let at = voices[i].ready ? min(total, voices[i].position + fadeFrames) : 0
+                voices[i].stopAt = at
+                voices[i].stoppedFrom = at == total ? at : voices[i].position
+                continue
+            }
             voices[i].stopAt = min(voices[i].clip.samples.count, voices[i].position + fadeFrames)
             voices[i].stoppedFrom = voices[i].stopAt == voices[i].clip.samples.count ? voices[i].stopAt : voices[i].position
         }
@@ -55,7 +84,10 @@ public struct Mixer: Sendable {
 
     /// Starts every voice again from its beginning (after the device was lost mid-clip).
     public mutating func rewindAll() {
-        for i in voices.indices { voices[i].position = 0; voices[i].stopAt = nil; voices[i].stoppedFrom = nil }
+        for i in voices.indices {
+            voices[i].position = 0; voices[i].stopAt = nil; voices[i].stoppedFrom = nil
+            voices[i].gapGain = 1; voices[i].inGap = false
+        }
     }
 
     public mutating func setGain(_ g: Double) { targetGain = Float(max(0, min(4, g))) }
@@ -69,9 +101,13 @@ public struct Mixer: Sendable {
         public var finished: [(id: UInt64, endFrame: Int, heard: Int)] = []
         /// True when every sample of the block is silence from the mixer's point of view.
         public var silent = true
+        /// Streamed clips that ran out of samples in this block (synthesis behind playback).
+        public var gaps: [UInt64] = []
+        /// Frames of silence played in such gaps in this block.
+        public var gapFrames = 0
 
         public static func == (a: Rendered, b: Rendered) -> Bool {
-            a.started == b.started && a.silent == b.silent
+            a.started == b.started && a.silent == b.silent && a.gaps == b.gaps && a.gapFrames == b.gapFrames
                 && a.finished.elementsEqual(b.finished, by: { $0.id == $1.id && $0.endFrame == $1.endFrame && $0.heard == $1.heard })
         }
     }
@@ -84,11 +120,15 @@ public struct Mixer: Sendable {
             for i in 0..<(frames * ch) { out[i] = 0 }
             return result
         }
-        result.silent = voices.isEmpty
+        result.silent = isIdle
         var acc = [Float](repeating: 0, count: frames)
         var remaining: [Voice] = []
         remaining.reserveCapacity(voices.count)
         for var v in voices {
+            if let st = v.clip.stream {
+                if renderStream(&v, st, into: &acc, frames: frames, &result) { remaining.append(v) }
+                continue
+            }
             if v.position == 0 { result.started.append(v.id) }
             let end = v.stopAt ?? v.clip.samples.count
             let n = min(frames, max(0, end - v.position))
@@ -130,6 +170,70 @@ public struct Mixer: Sendable {
         gain = g
         clampedSamples += clamped
         return result
+    }
+}
+
+extension Mixer {
+    /// Mixes a streamed clip's next `frames` into `acc`; false when the clip has finished.
+    /// Same envelope as a whole clip (fade in, fade out at its end or at a stop); while the
+    /// synthesis is behind, the clip fades out over the samples it has, plays silence (reported
+    /// in `gaps`) and fades back in when samples arrive, so the audio thread never waits.
+    mutating func renderStream(_ v: inout Voice, _ st: ClipStream, into acc: inout [Float], frames: Int,
+                               _ result: inout Rendered) -> Bool {
+        if !v.ready {
+            if v.stopAt != nil {
+                result.finished.append((v.id, 0, 0))
+                return false
+            }
+            return true  // `pollStreams` says when it can start
+        }
+        if v.position == 0 { result.started.append(v.id) }
+        let want = frames + fadeFrames + 1
+        var scratch = [Float](repeating: 0, count: want)
+        let (n, total) = scratch.withUnsafeMutableBufferPointer { st.read(from: v.position, into: $0) }
+        let start = v.position
+        let fade = Float(fadeFrames)
+        var endAt: Int?
+        for f in 0..<frames {
+            let p = v.position
+            let local = p - start
+            let end = v.stopAt ?? total
+            if let end, p >= end {
+                endAt = f
+                break
+            }
+            if end == nil && n - local <= fadeFrames {
+                // Synthesis is behind playback: fade out over what is left, then silence.
+                v.gapGain = max(0, v.gapGain - 1 / fade)
+                if v.gapGain <= 0 || local >= n {
+                    v.gapGain = 0
+                    if !v.inGap {
+                        v.inGap = true
+                        result.gaps.append(v.id)
+                    }
+                    result.gapFrames += 1
+                    continue
+                }
+            } else if v.gapGain < 1 {
+                v.gapGain = min(1, v.gapGain + 1 / fade)
+                v.inGap = false
+            }
+            let x = local < n ? scratch[local] : 0
+            var env: Float = 1
+            if p < fadeFrames { env = Float(p) / fade }
+            if let end, end - p <= fadeFrames {
+                let fadeLen = v.stopAt != nil ? fadeFrames : min(fadeFrames, total ?? fadeFrames)
+                env = min(env, Float(end - p - 1) / Float(max(1, fadeLen)))
+            }
+            acc[f] += x * env * v.gain * v.gapGain
+            v.position += 1
+        }
+        if endAt == nil, let end = v.stopAt ?? total, v.position >= end { endAt = frames }
+        if let e = endAt {
+            result.finished.append((v.id, e, v.stoppedFrom ?? (total ?? v.position)))
+            return false
+        }
+        return true
     }
 }
 

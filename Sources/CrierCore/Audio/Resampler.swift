@@ -37,34 +37,118 @@ public struct Resampler: Sendable {
 
     public func process(_ input: [Float]) -> [Float] {
         if inputRate == outputRate || input.isEmpty { return input }
-        let outCount = Int((Int64(input.count) * Int64(outputRate) + Int64(inputRate) - 1) / Int64(inputRate))
+        let outCount = outputCount(forInput: input.count)
         var out = [Float](repeating: 0, count: outCount)
-        let step = Double(inputRate) / Double(outputRate)
-        let taps = 2 * halfTaps
         input.withUnsafeBufferPointer { inp in
             table.withUnsafeBufferPointer { tab in
                 out.withUnsafeMutableBufferPointer { o in
-                    for i in 0..<outCount {
-                        let pos = Double(i) * step
-                        let base = Int(pos)
-                        let phase = Int(((pos - Double(base)) * Double(phases)).rounded())
-                        let row = phase * taps
-                        var acc: Float = 0
-                        let first = base - halfTaps + 1
-                        if first >= 0 && first + taps <= inp.count {
-                            for k in 0..<taps { acc += inp[first + k] * tab[row + k] }
-                        } else {
-                            for k in 0..<taps {
-                                let j = first + k
-                                if j >= 0 && j < inp.count { acc += inp[j] * tab[row + k] }
-                            }
-                        }
-                        o[i] = acc
-                    }
+                    for i in 0..<outCount { o[i] = output(i, inp, start: 0, end: inp.count, tab) }
                 }
             }
         }
         return out
+    }
+
+    /// Output samples a whole input of `n` samples gives.
+    func outputCount(forInput n: Int) -> Int {
+        Int((Int64(n) * Int64(outputRate) + Int64(inputRate) - 1) / Int64(inputRate))
+    }
+
+    /// Position of output sample `i` in input samples (whole part: the base input index).
+    @inline(__always)
+    func inputPosition(_ i: Int) -> Double { Double(i) * (Double(inputRate) / Double(outputRate)) }
+
+    /// Output sample `i`. `inp[0]` is input sample `start`; input samples at or past `end` (and
+    /// before 0) count as zero. Whole and streamed resampling both go through here, so they
+    /// give the same samples bit for bit.
+    @inline(__always)
+    func output(_ i: Int, _ inp: UnsafeBufferPointer<Float>, start: Int, end: Int, _ tab: UnsafeBufferPointer<Float>) -> Float {
+        let taps = 2 * halfTaps
+        let pos = inputPosition(i)
+        let base = Int(pos)
+        let phase = Int(((pos - Double(base)) * Double(phases)).rounded())
+        let row = phase * taps
+        var acc: Float = 0
+        let first = base - halfTaps + 1
+        if first >= 0 && first + taps <= end {
+            let at = first - start
+            for k in 0..<taps { acc += inp[at + k] * tab[row + k] }
+        } else {
+            for k in 0..<taps {
+                let j = first + k
+                if j >= 0 && j < end { acc += inp[j - start] * tab[row + k] }
+            }
+        }
+        return acc
+    }
+
+    /// Resampling chunk by chunk, as synthesis hands them out. The filter's state (the last
+    /// input samples and the output phase) carries over from chunk to chunk, so a chunk edge
+    /// is no edge: `push` of any split followed by `finish` gives exactly `process` of the whole.
+    public struct Stream: Sendable {
+        public let resampler: Resampler
+        /// Input samples from input index `bufStart` on: what outputs still to come need.
+        var buf: [Float] = []
+        var bufStart = 0
+        var total = 0
+        var next = 0
+
+        public init(_ resampler: Resampler) { self.resampler = resampler }
+
+        /// Input samples taken so far.
+        public var inputCount: Int { total }
+
+        /// Takes a chunk; returns every output sample that no later input can change.
+        public mutating func push(_ input: [Float]) -> [Float] {
+            if resampler.inputRate == resampler.outputRate {
+                total += input.count
+                return input
+            }
+            buf += input
+            total += input.count
+            var out: [Float] = []
+            let r = resampler
+            let (start, end) = (bufStart, total)
+            var i = next
+            buf.withUnsafeBufferPointer { inp in
+                r.table.withUnsafeBufferPointer { tab in
+                    // Output i needs input up to floor(pos) + halfTaps.
+                    while Int(r.inputPosition(i)) + r.halfTaps < end {
+                        out.append(r.output(i, inp, start: start, end: end, tab))
+                        i += 1
+                    }
+                }
+            }
+            next = i
+            // Keep only what the next output still reads.
+            let keepFrom = Int(r.inputPosition(next)) - r.halfTaps + 1
+            let drop = min(buf.count, keepFrom - bufStart)
+            if drop > 4096 || (drop > 0 && drop == buf.count) {
+                buf.removeFirst(drop)
+                bufStart += drop
+            }
+            return out
+        }
+
+        /// The input has ended: the outputs that read past its end (as zeros).
+        public mutating func finish() -> [Float] {
+            if resampler.inputRate == resampler.outputRate { return [] }
+            let r = resampler
+            let count = total == 0 ? 0 : r.outputCount(forInput: total)
+            var out: [Float] = []
+            let (start, end) = (bufStart, total)
+            var i = next
+            buf.withUnsafeBufferPointer { inp in
+                r.table.withUnsafeBufferPointer { tab in
+                    while i < count {
+                        out.append(r.output(i, inp, start: start, end: end, tab))
+                        i += 1
+                    }
+                }
+            }
+            next = i
+            return out
+        }
     }
 
     static func blackman(_ x: Double) -> Double {
