@@ -1,0 +1,306 @@
+"""The MQTT link against a real broker (Debian's mosquitto): one broker per test on 127.0.0.1,
+a port found free, its own config, password file, ACL and persistence directory in the test's
+temp dir, killed at the end. Orders go in with mosquitto_pub; acks are read by a persistent
+mosquitto_sub session (QoS 1, clean session off), as an order server would."""
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import CRIER
+from test_daemon import Proc
+
+MOSQUITTO = "/usr/sbin/mosquitto"
+pytestmark = pytest.mark.skipif(not os.path.exists(MOSQUITTO), reason="mosquitto not installed (scripts/setup.sh)")
+
+USERS = {"admin": "adminpw", "box1": "pw1", "box2": "pw2"}
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Broker:
+    def __init__(self, tmp, port=None, tls=None):
+        self.tmp = tmp
+        self.port = port or free_port()
+        self.dir = tmp / "broker"
+        self.dir.mkdir(exist_ok=True)
+        pw = self.dir / "passwd"
+        if not pw.exists():
+            first = True
+            for u, p in USERS.items():
+                subprocess.run(["mosquitto_passwd", "-b"] + (["-c"] if first else []) + [str(pw), u, p], check=True,
+                               capture_output=True)
+                first = False
+        acl = self.dir / "acl"
+        acl.write_text("user admin\ntopic readwrite crier/#\n\n"
+                       "pattern read crier/%u/orders\npattern write crier/%u/acks\npattern readwrite crier/%u/status\n")
+        conf = ["listener %d 127.0.0.1" % self.port, "allow_anonymous false", "password_file %s" % pw,
+                "acl_file %s" % acl, "persistence true", "persistence_location %s/" % self.dir,
+                "autosave_interval 1", "log_dest stderr", "log_type error", "log_type warning", "log_type notice"]
+        if os.geteuid() == 0:
+            conf.append("user root")  # else it drops to user mosquitto, who cannot read the temp dir
+        if tls:
+            conf += ["cafile %s" % tls["ca"], "certfile %s" % tls["cert"], "keyfile %s" % tls["key"]]
+        (self.dir / "mosquitto.conf").write_text("\n".join(conf) + "\n")
+        self.start()
+
+    def start(self):
+        self.p = Proc([MOSQUITTO, "-c", str(self.dir / "mosquitto.conf")])
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise AssertionError("broker did not start:\n" + "\n".join(self.p.lines()))
+
+    def stop(self, sig=signal.SIGTERM):
+        return self.p.stop(sig)
+
+    def publish(self, topic, payload, user="admin", retain=False):
+        args = ["mosquitto_pub", "-h", "127.0.0.1", "-p", str(self.port), "-u", user, "-P", USERS[user],
+                "-q", "1", "-t", topic, "-m", payload]
+        if retain:
+            args.append("-r")
+        r = subprocess.run(args, capture_output=True, text=True, timeout=20)
+        return r
+
+    def subscriber(self, topic, client_id="acker", user="admin"):
+        """A persistent session reading `topic` at QoS 1 (survives its own restarts)."""
+        p = Proc(["mosquitto_sub", "-h", "127.0.0.1", "-p", str(self.port), "-u", user, "-P", USERS[user],
+                  "-q", "1", "-c", "-i", client_id, "-v", "-t", topic])
+        time.sleep(0.5)
+        return p
+
+
+def box_conf(box, broker, device="box1", user="box1", extra="", scheme="mqtt"):
+    text = ("device.id = %s\nserver = %s://127.0.0.1:%d\nmqtt.username = %s\nmqtt.password = %s\n"
+            "state.path = %s\nlink.heartbeat = 5\nstatus.on_start = off\n%s") % (
+        device, scheme, broker.port, user, USERS.get(user, "x"), box.tmp / ("state-" + device), extra)
+    box.write_conf(text)
+
+
+def run_box(box):
+    return Proc([CRIER, "run", "--config", box.conf], env=box.env)
+
+
+def acks(sub, oid):
+    return [l for l in sub.lines("out") if '"type":"ack","id":"%s"' % oid in l]
+
+
+def order(oid, number=42, **kw):
+    extra = "".join(',"%s":%s' % (k, v if isinstance(v, int) else '"%s"' % v) for k, v in kw.items())
+    return '{"type":"order","id":"%s","kind":"new_customer","number":%d%s}' % (oid, number, extra)
+
+
+@pytest.fixture
+def broker(tmp_path):
+    b = Broker(tmp_path)
+    yield b
+    b.stop(signal.SIGKILL)
+
+
+def test_order_is_spoken_acked_once_and_presence_is_retained(box, broker):
+    sub = broker.subscriber("crier/box1/#")
+    box_conf(box, broker)
+    crier = run_box(box)
+    try:
+        crier.wait_for(r"INFO link: connected .*protocol=\"MQTT 5\"")
+        broker.publish("crier/box1/orders", order("M-1"))
+        crier.wait_for(r"INFO alert: spoken id=M-1")
+        sub.wait_for(r'crier/box1/acks \{"type":"ack","id":"M-1","status":"spoken"\}', which="out")
+        sub.wait_for(r'crier/box1/status \{"type":"status","state":"online","device":"box1","version":"[^"]+","volume":\d+,"mqtt":"5"\}', which="out")
+    finally:
+        assert crier.stop() == 0
+    sub.wait_for(r'crier/box1/status \{"type":"status","state":"offline"', which="out")
+    time.sleep(0.5)
+    sub.stop()
+    assert len(acks(sub, "M-1")) == 1, sub.lines("out")
+
+
+def test_orders_published_while_the_box_is_down_are_spoken_once_when_it_comes_back(box, broker):
+    sub = broker.subscriber("crier/box1/acks")
+    box_conf(box, broker)
+    crier = run_box(box)
+    crier.wait_for(r"INFO link: connected")
+    assert crier.stop() == 0  # the session stays on the broker
+    for i in range(3):
+        assert broker.publish("crier/box1/orders", order("D-%d" % i, number=10 + i)).returncode == 0
+    crier = run_box(box)
+    try:
+        for i in range(3):
+            crier.wait_for(r"INFO alert: spoken id=D-%d" % i, timeout=40)
+        for i in range(3):
+            sub.wait_for(r'"id":"D-%d","status":"spoken"' % i, which="out")
+        time.sleep(1)
+    finally:
+        assert crier.stop() == 0
+    sub.stop()
+    for i in range(3):
+        assert len(acks(sub, "D-%d" % i)) == 1, sub.lines("out")
+        assert len([l for l in crier.lines() if "alert: spoken id=D-%d" % i in l]) == 1
+
+
+def test_broker_restarted_with_persistence_loses_and_doubles_nothing(box, broker):
+    sub = broker.subscriber("crier/box1/acks")
+    box_conf(box, broker)
+    crier = run_box(box)
+    crier.wait_for(r"INFO link: connected")
+    assert crier.stop() == 0
+    sub.stop()
+    for i in range(3):
+        broker.publish("crier/box1/orders", order("P-%d" % i))
+    time.sleep(1.5)  # autosave_interval 1; SIGTERM saves too
+    broker.stop()
+    broker.start()
+    sub = broker.subscriber("crier/box1/acks")  # the acker's own session came back too
+    crier = run_box(box)
+    try:
+        for i in range(3):
+            crier.wait_for(r"INFO alert: spoken id=P-%d" % i, timeout=40)
+        # and the broker restarting under a connected box: it reconnects and carries on
+        broker.stop()
+        crier.wait_for(r"WARN link: connection lost")
+        broker.start()
+        crier.wait_for(r"INFO link: connected", count=2, timeout=60)
+        broker.publish("crier/box1/orders", order("P-after"))
+        crier.wait_for(r"INFO alert: spoken id=P-after", timeout=30)
+        sub2 = sub
+        sub2.wait_for(r'"id":"P-after","status":"spoken"', which="out", timeout=30)
+    finally:
+        assert crier.stop() == 0
+    sub.stop()
+    for i in range(3):
+        assert len([l for l in crier.lines() if "alert: spoken id=P-%d" % i in l]) == 1
+        assert len(acks(sub, "P-%d" % i)) == 1, sub.lines("out")
+
+
+def test_sigkill_mid_alert_is_said_again_once_and_acked_once(box, broker):
+    sub = broker.subscriber("crier/box1/acks")
+    box_conf(box, broker)
+    crier = run_box(box)
+    crier.wait_for(r"INFO link: connected")
+    long = "请到前台取餐" * 12
+    broker.publish("crier/box1/orders", '{"type":"order","id":"K-1","kind":"text","text":"%s"}' % long)
+    crier.wait_for(r"INFO alert: queued id=K-1")
+    time.sleep(0.3)
+    crier.stop(signal.SIGKILL)  # the broker has had its PUBACK: only the inbox knows the order
+    assert not [l for l in crier.lines() if "alert: spoken id=K-1" in l]
+    crier = run_box(box)
+    try:
+        crier.wait_for(r"INFO link: orders received before the restart and not yet answered will be handled again")
+        crier.wait_for(r"INFO alert: spoken id=K-1", timeout=60)
+        sub.wait_for(r'"id":"K-1","status":"spoken"', which="out", timeout=30)
+        time.sleep(1)
+    finally:
+        assert crier.stop() == 0
+    # a third start: nothing is said again
+    crier = run_box(box)
+    try:
+        crier.wait_for(r"INFO link: connected")
+        time.sleep(2)
+    finally:
+        assert crier.stop() == 0
+    assert not [l for l in crier.lines() if "alert: spoken" in l]
+    sub.stop()
+    assert len(acks(sub, "K-1")) == 1, sub.lines("out")
+
+
+def test_acl_keeps_boxes_apart_and_anonymous_is_refused(box, broker):
+    sub = broker.subscriber("crier/#")
+    # box2's credentials with box1's device id: the broker lets it read nothing of box1's
+    box_conf(box, broker, device="box1", user="box2")
+    crier = run_box(box)
+    try:
+        crier.wait_for(r"ERROR link: MQTT broker refused this box .*the broker refused the subscription to crier/box1/orders")
+    finally:
+        assert crier.stop() == 0
+    # nor publish acks for it (the broker drops the publish; nobody sees it)
+    r = broker.publish("crier/box1/acks", '{"type":"ack","id":"X","status":"spoken"}', user="box2")
+    assert r.returncode == 0
+    # anonymous
+    box.write_conf("device.id = box1\nserver = mqtt://127.0.0.1:%d\nstate.path = %s\nstatus.on_start = off\n" % (
+        broker.port, box.tmp / "s"))
+    crier = run_box(box)
+    try:
+        crier.wait_for(r"ERROR link: MQTT broker refused this box .*error=\"Not authorized|ERROR link: MQTT broker refused this box")
+    finally:
+        assert crier.stop() == 0
+    time.sleep(0.5)
+    sub.stop()
+    assert not [l for l in sub.lines("out") if l.startswith("crier/box1/acks")], sub.lines("out")
+
+
+def test_broker_unreachable_at_start_is_retried_with_backoff_and_the_box_says_so(box, tmp_path):
+    port = free_port()
+    b = None
+    box.write_conf(("device.id = box1\nserver = mqtt://127.0.0.1:%d\nmqtt.username = box1\nmqtt.password = pw1\n"
+                    "state.path = %s\nstatus.link_down_after = 1\n") % (port, box.tmp / "state"))
+    crier = run_box(box)
+    try:
+        crier.wait_for(r"WARN link: cannot reach MQTT broker .*error=\"Connection refused\"")
+        crier.wait_for(r"INFO runtime: said prompt=link_down", timeout=30)
+        b = Broker(tmp_path, port=port)
+        crier.wait_for(r"INFO link: connected", timeout=60)
+    finally:
+        assert crier.stop() == 0
+        if b:
+            b.stop(signal.SIGKILL)
+    assert len([l for l in crier.lines() if "WARN link: cannot reach" in l]) == 1, "logged once, not per retry"
+
+
+def make_ca(d, name, cn_host):
+    d.mkdir()
+    run = lambda *a: subprocess.run(a, check=True, capture_output=True, cwd=d)
+    run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+        "-keyout", "ca.key", "-out", "ca.pem", "-subj", "/CN=%s CA" % name)
+    run("openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+        "server.key", "-out", "server.csr", "-subj", "/CN=%s" % cn_host, "-addext", "subjectAltName=%s" % cn_host)
+    run("openssl", "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+        "-days", "2", "-copy_extensions", "copy", "-out", "server.pem")
+    return {"ca": str(d / "ca.pem"), "cert": str(d / "server.pem"), "key": str(d / "server.key")}
+
+
+def test_mqtts_verifies_the_broker_and_refuses_wrong_ca_and_wrong_host(box, tmp_path):
+    good = make_ca(tmp_path / "good", "Shop", "IP:127.0.0.1")
+    other = make_ca(tmp_path / "other", "Other", "DNS:other.example")
+    b = Broker(tmp_path, tls=good)
+    try:
+        box_conf(box, b, scheme="mqtts", extra="server.ca = %s\n" % good["ca"])
+        crier = run_box(box)
+        try:
+            crier.wait_for(r"INFO link: connected server=mqtts://127.0.0.1")
+        finally:
+            assert crier.stop() == 0
+        box_conf(box, b, scheme="mqtts", extra="server.ca = %s\n" % other["ca"])
+        crier = run_box(box)
+        try:
+            crier.wait_for(r"ERROR link: TLS verification failed for 127.0.0.1: unable to get local issuer certificate \(issuer /CN=Shop CA\)")
+        finally:
+            assert crier.stop() == 0
+        assert not [l for l in crier.lines() if "INFO link: connected" in l]
+    finally:
+        b.stop(signal.SIGKILL)
+    # the right CA, a certificate for another name
+    b = Broker(tmp_path, tls={"ca": other["ca"], "cert": other["cert"], "key": other["key"]})
+    try:
+        box_conf(box, b, scheme="mqtts", extra="server.ca = %s\n" % other["ca"])
+        crier = run_box(box)
+        try:
+            crier.wait_for(r"ERROR link: TLS verification failed for 127.0.0.1: IP address mismatch \(the certificate is for /CN=DNS:other.example\)")
+        finally:
+            assert crier.stop() == 0
+        assert not [l for l in crier.lines() if "INFO link: connected" in l]
+    finally:
+        b.stop(signal.SIGKILL)
