@@ -302,6 +302,8 @@ public final class MQTTLink: OrderLinking {
         _ = tls?.take()
         _ = client.takeEvents()
         if let e = client.connect(host: server.host, port: server.port, keepalive: keepalive) {
+            // On loopback the handshake can fail inside the connect call itself.
+            if let why = tls?.take() { return .tlsFailed(why) }
             return .failedToConnect(e.description)
         }
         let started = Monotonic.now()

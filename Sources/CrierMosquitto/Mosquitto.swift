@@ -136,7 +136,10 @@ public final class MosquittoClient {
     /// TLS with the caller's OpenSSL `SSL_CTX` (verification, pins and client certificate are
     /// set up there); the library takes its own reference.
     public func setTLSContext(_ ctx: OpaquePointer) throws(MosquittoError) {
-        let rc = mosquitto_void_option(handle, MOSQ_OPT_SSL_CTX, UnsafeMutableRawPointer(ctx))
+        // Without this the library applies its own defaults over ours (and wants a cafile).
+        var rc = mosquitto_int_option(handle, MOSQ_OPT_SSL_CTX_WITH_DEFAULTS, 0)
+        guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw MosquittoError(code: rc, errno: 0, operation: "TLS defaults") }
+        rc = mosquitto_void_option(handle, MOSQ_OPT_SSL_CTX, UnsafeMutableRawPointer(ctx))
         guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw MosquittoError(code: rc, errno: 0, operation: "TLS context") }
     }
 
