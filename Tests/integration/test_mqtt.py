@@ -321,3 +321,24 @@ def test_mqtts_verifies_the_broker_and_refuses_wrong_ca_and_wrong_host(box, tmp_
         assert not [l for l in crier.lines() if "INFO link: connected" in l]
     finally:
         b.stop(signal.SIGKILL)
+
+
+def test_order_sim_mqtt_publishes_orders_and_prints_each_ack_once(box, broker):
+    box_conf(box, broker)
+    crier = run_box(box)
+    try:
+        crier.wait_for(r"INFO link: connected")
+        r = subprocess.run([CRIER, "order-sim", "--mqtt", "mqtt://127.0.0.1:%d" % broker.port, "--device", "box1",
+                            "--username", "admin", "--password", "adminpw", "--count", "5", "--rate", "5",
+                            "--every", "0", "--no-stdin"], capture_output=True, text=True, timeout=120)
+    finally:
+        assert crier.stop() == 0
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout.splitlines()
+    orders = [l for l in out if l.startswith("order id=")]
+    acked = [l for l in out if l.startswith("ack id=") and "status=spoken device=box1" in l]
+    assert len(orders) == 5 and len(acked) == 5, out
+    assert sorted(l.split()[1] for l in orders) == sorted(l.split()[1] for l in acked)
+    done = [l for l in out if l.startswith("done ")][0]
+    assert "orders=5 spoken=5" in done and "unacked=0" in done and "duplicate_acks=0" in done, done
+    assert re.search(r"latency_p50_ms=\d+\.\d latency_p99_ms=\d+\.\d", done), done
