@@ -204,6 +204,25 @@ case "order-sim":
     a.noUnknownOptions()
     guard a.rest.isEmpty else { fail("order-sim takes no arguments", help) }
     exit(OrderSimCommand.run(o))
+case "mqtt-fleet":
+    let help = """
+        usage: crier mqtt-fleet --server mqtt://HOST:PORT [--boxes N] [--rate R] [--seconds S] [--dir D]
+                                [--username U --password P]
+          A benchmark (scripts/bench.sh --only mqtt): N MQTT links in this process, orders at R
+          per second for S seconds round robin; prints acked-once counts and publish→ack p50/p99.
+        """
+    var a = Args(rest: argv, help: help)
+    if a.flag("--help") { print(help); exit(0) }
+    guard let s = a.value("--server"), let addr = try? ServerAddress(parsing: s), addr.isMQTT else { fail("--server mqtt://HOST:PORT is required", help) }
+    var o = MQTTFleetOptions(server: addr)
+    if let v = a.value("--boxes") { guard let n = Int(v), n > 0 else { fail("--boxes expects a positive integer", help) }; o.boxes = n }
+    if let v = a.value("--rate") { guard let r = Double(v), r > 0 else { fail("--rate expects orders per second > 0", help) }; o.rate = r }
+    if let v = a.value("--seconds") { guard let r = Double(v), r > 0 else { fail("--seconds expects a positive number", help) }; o.seconds = r }
+    if let d = a.value("--dir") { o.dir = d }
+    o.username = a.value("--username")
+    o.password = a.value("--password")
+    a.noUnknownOptions()
+    exit(MQTTFleetCommand.run(o))
 case "status":
     let help = "usage: crier status [--config FILE] [--json]   ask the running daemon (its control socket)"
     var a = Args(rest: argv, help: help)
