@@ -342,3 +342,104 @@ def test_order_sim_mqtt_publishes_orders_and_prints_each_ack_once(box, broker):
     done = [l for l in out if l.startswith("done ")][0]
     assert "orders=5 spoken=5" in done and "unacked=0" in done and "duplicate_acks=0" in done, done
     assert re.search(r"latency_p50_ms=\d+\.\d latency_p99_ms=\d+\.\d", done), done
+
+
+class Broker311:
+    """A minimal MQTT 3.1.1-only broker in this process: refuses an MQTT 5 CONNECT the way a
+    3.1.1 broker does (CONNACK return code 1), then serves one box: SUBACK, one QoS 1 order,
+    PUBACKs for whatever the box publishes, PINGRESP."""
+
+    def __init__(self, order_payload):
+        import threading
+        self.srv = socket.socket()
+        self.srv.bind(("127.0.0.1", 0))
+        self.srv.listen(4)
+        self.port = self.srv.getsockname()[1]
+        self.order = order_payload
+        self.levels, self.published = [], []
+        self.stop = False
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    @staticmethod
+    def read_packet(c):
+        h = c.recv(1)
+        if not h:
+            raise EOFError
+        mult, length = 1, 0
+        while True:
+            b = c.recv(1)[0]
+            length += (b & 127) * mult
+            mult *= 128
+            if b < 128:
+                break
+        body = b""
+        while len(body) < length:
+            chunk = c.recv(length - len(body))
+            if not chunk:
+                raise EOFError
+            body += chunk
+        return h[0], body
+
+    def serve(self):
+        self.srv.settimeout(0.5)
+        while not self.stop:
+            try:
+                c, _ = self.srv.accept()
+            except OSError:
+                continue
+            try:
+                kind, body = self.read_packet(c)
+                level = body[6]
+                self.levels.append(level)
+                if level != 4:
+                    c.sendall(b"\x20\x02\x00\x01")
+                    c.close()
+                    continue
+                c.sendall(b"\x20\x02\x00\x00")
+                while not self.stop:
+                    kind, body = self.read_packet(c)
+                    if kind & 0xF0 == 0x80:  # SUBSCRIBE
+                        c.sendall(b"\x90\x03" + body[:2] + b"\x01")
+                        topic = b"crier/box1/orders"
+                        var = len(topic).to_bytes(2, "big") + topic + b"\x00\x01" + self.order.encode()
+                        c.sendall(bytes([0x32, len(var)]) + var)
+                    elif kind & 0xF0 == 0x30:  # PUBLISH from the box, QoS 1
+                        tl = int.from_bytes(body[:2], "big")
+                        topic = body[2:2 + tl].decode()
+                        pid = body[2 + tl:4 + tl]
+                        self.published.append((topic, body[4 + tl:].decode()))
+                        c.sendall(b"\x40\x02" + pid)
+                    elif kind == 0xC0:
+                        c.sendall(b"\xd0\x00")
+                    elif kind == 0xE0:
+                        break
+            except (EOFError, OSError, IndexError):
+                pass
+            finally:
+                c.close()
+
+    def close(self):
+        self.stop = True
+        self.srv.close()
+
+
+def test_a_broker_that_refuses_mqtt5_gets_mqtt311_and_the_order_is_still_spoken_and_acked(box):
+    b = Broker311(order("V3-1"))
+    try:
+        box.write_conf("device.id = box1\nserver = mqtt://127.0.0.1:%d\nstate.path = %s\nstatus.on_start = off\n" % (
+            b.port, box.tmp / "state"))
+        crier = run_box(box)
+        try:
+            crier.wait_for(r"NOTICE link: broker does not speak MQTT 5; using MQTT 3.1.1")
+            crier.wait_for(r'INFO link: connected .*protocol="MQTT 3.1.1"')
+            crier.wait_for(r"INFO alert: spoken id=V3-1", timeout=30)
+            end = time.monotonic() + 10
+            while time.monotonic() < end and not [p for p in b.published if p[0] == "crier/box1/acks"]:
+                time.sleep(0.05)
+        finally:
+            assert crier.stop() == 0
+        assert b.levels[:2] == [5, 4], b.levels
+        assert ("crier/box1/acks", '{"type":"ack","id":"V3-1","status":"spoken"}') in b.published, b.published
+        assert [p for p in b.published if p[0] == "crier/box1/status" and '"mqtt":"3.1.1"' in p[1]]
+    finally:
+        b.close()
