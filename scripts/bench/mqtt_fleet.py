@@ -87,10 +87,10 @@ def main():
     ap.add_argument("--seconds", type=float, default=20)
     a = ap.parse_args()
     rows = [one(a.crier, int(b), a.rate, a.seconds) for b in a.boxes.split(",")]
-    print("\nMQTT fleet on one broker (mosquitto %s), %g orders/s for %g s, round robin" % (
-        subprocess.run(["/usr/sbin/mosquitto", "-h"], capture_output=True, text=True).stdout.split("\n")[0].split()[-1:] or ["?"],
-        a.rate, a.seconds))
-    print("| boxes | connected (s) | orders | acked once | duplicate acks | unacked | publish→ack p50 ms | p99 ms | inbox fsync ms | broker CPU %% of a core | broker peak RSS MB |")
+    ver = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", "mosquitto"], capture_output=True, text=True).stdout or "?"
+    print("\nMQTT fleet on one broker (mosquitto %s, persistence on), %g orders/s for %g s, round robin; load %s" % (
+        ver, a.rate, a.seconds, " ".join(open("/proc/loadavg").read().split()[:3])))
+    print("| boxes | connected (s) | orders | acked spoken once | duplicate acks | unacked | publish→ack p50 ms | p99 ms | inbox fsync mean ms | broker CPU % of a core | broker peak RSS MB |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if "error" in r:
