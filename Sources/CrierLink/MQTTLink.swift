@@ -109,10 +109,6 @@ public final class MQTTLink: OrderLinking {
             return true
         }
         guard go else { return }
-        if let p = MQTTConfig.topicProblem(deviceID, what: "device.id") ?? (deviceID.contains("/") ? "device.id \"\(deviceID)\" contains \"/\"" : nil) {
-            log.error("cannot use this device.id in MQTT topics; the MQTT link does not start", ["problem": p, "hint": "set device.id in crier.conf to letters, digits, - and _"])
-            return
-        }
         if !server.isEncrypted && (config.ca != nil || !config.pins.isEmpty || config.mqtt.clientCert != nil) {
             log.error("server.ca, server.pin and mqtt.cert only apply to mqtts:// brokers; this link is NOT encrypted or verified",
                       ["server": server.description, "hint": "use server = mqtts://HOST:PORT in crier.conf"])
@@ -163,8 +159,18 @@ public final class MQTTLink: OrderLinking {
         case downgrade(String)
     }
 
+    /// A link that cannot work (a device.id no topic can hold, a client libmosquitto cannot
+    /// make) still goes round its loop, so the supervisor does not replace it every 45 s.
+    private func idle() {
+        while !stopping { sleep(5) }
+    }
+
     private func run(_ server: ServerAddress) {
         tick()
+        if let p = MQTTConfig.topicProblem(deviceID, what: "device.id") ?? (deviceID.contains("/") ? "device.id \"\(deviceID)\" contains \"/\"" : nil) {
+            log.error("cannot use this device.id in MQTT topics; the MQTT link does not connect", ["problem": p, "hint": "set device.id in crier.conf to letters, digits, - and _"])
+            return idle()
+        }
         // Orders received before a restart and not yet answered: the daemon gets them first
         // (its dedupe answers the ones already said from the ack outbox).
         for e in inbox.takeReplay() {
@@ -182,7 +188,7 @@ public final class MQTTLink: OrderLinking {
             try client.setWill(topic: topics.status, payload: will, qos: 1, retain: true)
         } catch {
             log.error("cannot set up the MQTT client: \(error)", ["server": url])
-            return
+            return idle()
         }
         client.setMaxInflight(options.maxInflight)
         var useV5 = config.mqtt.protocolChoice != .v311
@@ -206,7 +212,7 @@ public final class MQTTLink: OrderLinking {
                         tls = (c, check)
                     } catch {
                         log.error("cannot hand the TLS context to libmosquitto: \(error)", ["server": url])
-                        return
+                        return idle()
                     }
                 case .failure(let e): end = .tlsFailed(e.message)
                 }
@@ -217,7 +223,7 @@ public final class MQTTLink: OrderLinking {
                     configuredV5 = useV5
                 } catch {
                     log.error("cannot set the MQTT protocol version: \(error)", ["server": url])
-                    return
+                    return idle()
                 }
             }
             let result = end ?? session(client, server, v5: useV5, tls: tls?.1, backoff: &backoff, downSince: downSince, verifier: &verifier)
@@ -358,8 +364,9 @@ public final class MQTTLink: OrderLinking {
             if fds[1].revents != 0 { wake.drain() }
             if fds[0].revents & (Int16(POLLIN) | Int16(POLLERR) | Int16(POLLHUP) | pollRDHUP) != 0 {
                 let r = client.loopRead()
+                // At once: what arrived is journaled before any other library call can write.
+                if let e = handleEvents(client, &conn, v5: v5, backoff: &backoff, downSince: downSince, verifier: &verifier) { end = e; break }
                 if r.code != 0 {
-                    if let e = handleEvents(client, &conn, v5: v5, backoff: &backoff, downSince: downSince, verifier: &verifier) { end = e; break }
                     end = ended(code: r.code, errno: r.errno)
                     break
                 }

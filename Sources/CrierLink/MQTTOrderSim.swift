@@ -142,8 +142,9 @@ public final class MQTTOrderSim: Sendable {
                     if !subscribed {
                         subscribed = true
                         output("connected server=\(mqtt.server) acks=\(mqtt.prefix)/+/acks devices=" + (mqtt.devices.count <= 5 ? mqtt.devices.joined(separator: ",") : "\(mqtt.devices.count)"))
+                        // The first random order after one interval: a box starting with the
+                        // simulator (crier demo --mqtt) has subscribed by then.
                         schedule(Monotonic.now())
-                        if orders.rate == nil, orders.randomOrders { nextOrder = Monotonic.now() }
                     }
                 case .disconnected(let code, let err):
                     if code != 0 { throw OrderServerError(message: "lost the broker: \(MosquittoClient.errorText(code, errno: err))") }
