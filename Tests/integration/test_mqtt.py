@@ -358,6 +358,8 @@ class Broker311:
         self.order = order_payload
         self.levels, self.published = [], []
         self.stop = False
+        self.sent = False
+        self.on_puback = None
         threading.Thread(target=self.serve, daemon=True).start()
 
     @staticmethod
@@ -400,9 +402,13 @@ class Broker311:
                     kind, body = self.read_packet(c)
                     if kind & 0xF0 == 0x80:  # SUBSCRIBE
                         c.sendall(b"\x90\x03" + body[:2] + b"\x01")
-                        topic = b"crier/box1/orders"
-                        var = len(topic).to_bytes(2, "big") + topic + b"\x00\x01" + self.order.encode()
-                        c.sendall(bytes([0x32, len(var)]) + var)
+                        if not self.sent:  # once: after our PUBACK a broker never redelivers
+                            self.sent = True
+                            topic = b"crier/box1/orders"
+                            var = len(topic).to_bytes(2, "big") + topic + b"\x00\x01" + self.order.encode()
+                            c.sendall(bytes([0x32, len(var)]) + var)
+                    elif kind == 0x40 and self.on_puback:  # the box's PUBACK for the order
+                        self.on_puback()
                     elif kind & 0xF0 == 0x30:  # PUBLISH from the box, QoS 1
                         tl = int.from_bytes(body[:2], "big")
                         topic = body[2:2 + tl].decode()
@@ -441,5 +447,38 @@ def test_a_broker_that_refuses_mqtt5_gets_mqtt311_and_the_order_is_still_spoken_
         assert b.levels[:2] == [5, 4], b.levels
         assert ("crier/box1/acks", '{"type":"ack","id":"V3-1","status":"spoken"}') in b.published, b.published
         assert [p for p in b.published if p[0] == "crier/box1/status" and '"mqtt":"3.1.1"' in p[1]]
+    finally:
+        b.close()
+
+
+def test_the_order_is_on_disk_before_its_puback_leaves_and_a_kill_at_that_moment_loses_nothing(box):
+    # The broker side sees the PUBACK, and at that very moment the box is killed: from then on
+    # no broker would deliver the order again. The inbox must already hold it.
+    b = Broker311(order("PA-1"))
+    inbox = box.tmp / "state.inbox"
+    seen = {}
+    try:
+        box.write_conf("device.id = box1\nserver = mqtt://127.0.0.1:%d\nstate.path = %s\nstatus.on_start = off\n"
+                       "mqtt.protocol = 3.1.1\n" % (b.port, box.tmp / "state"))
+        crier = run_box(box)
+
+        def at_puback():
+            os.kill(crier.p.pid, signal.SIGKILL)
+            seen["inbox"] = inbox.read_text() if inbox.exists() else ""
+        b.on_puback = at_puback
+        crier.p.wait(30)
+        assert '"id":"PA-1"' in seen.get("inbox", ""), seen
+        assert not [l for l in crier.lines() if "alert: spoken id=PA-1" in l]
+        b.on_puback = None
+        crier = run_box(box)
+        try:
+            crier.wait_for(r"INFO alert: spoken id=PA-1", timeout=40)
+            end = time.monotonic() + 10
+            while time.monotonic() < end and not [p for p in b.published if p[0] == "crier/box1/acks"]:
+                time.sleep(0.05)
+        finally:
+            assert crier.stop() == 0
+        assert [p for p in b.published if p[0] == "crier/box1/acks"] == [
+            ("crier/box1/acks", '{"type":"ack","id":"PA-1","status":"spoken"}')], b.published
     finally:
         b.close()
