@@ -307,6 +307,26 @@ def test_mqtts_verifies_the_broker_and_refuses_wrong_ca_and_wrong_host(box, tmp_
         finally:
             assert crier.stop() == 0
         assert not [l for l in crier.lines() if "INFO link: connected" in l]
+        # pinning: the broker's own key pinned → connects; another key pinned → refused
+        pin = subprocess.run("openssl x509 -in %s -pubkey -noout | openssl pkey -pubin -outform der"
+                             " | openssl dgst -sha256 -binary | openssl base64" % good["cert"],
+                             shell=True, check=True, capture_output=True, text=True).stdout.strip()
+        other_pin = subprocess.run("openssl x509 -in %s -pubkey -noout | openssl pkey -pubin -outform der"
+                                   " | openssl dgst -sha256 -binary | openssl base64" % other["cert"],
+                                   shell=True, check=True, capture_output=True, text=True).stdout.strip()
+        box_conf(box, b, scheme="mqtts", extra="server.ca = %s\nserver.pin = sha256/%s\n" % (good["ca"], pin))
+        crier = run_box(box)
+        try:
+            crier.wait_for(r"INFO link: connected server=mqtts://127.0.0.1")
+        finally:
+            assert crier.stop() == 0
+        box_conf(box, b, scheme="mqtts", extra="server.ca = %s\nserver.pin = sha256/%s\n" % (good["ca"], other_pin))
+        crier = run_box(box)
+        try:
+            crier.wait_for(r"ERROR link: TLS pin mismatch for 127.0.0.1: the server's key sha256/%s" % re.escape(pin))
+        finally:
+            assert crier.stop() == 0
+        assert not [l for l in crier.lines() if "INFO link: connected" in l]
     finally:
         b.stop(signal.SIGKILL)
     # the right CA, a certificate for another name
