@@ -502,3 +502,27 @@ def test_the_order_is_on_disk_before_its_puback_leaves_and_a_kill_at_that_moment
             ("crier/box1/acks", '{"type":"ack","id":"PA-1","status":"spoken"}')], b.published
     finally:
         b.close()
+
+
+def test_bad_messages_on_the_order_topic_are_refused_and_the_next_order_is_still_said(box, broker):
+    sub = broker.subscriber("crier/box1/acks")
+    box_conf(box, broker)
+    crier = run_box(box)
+    try:
+        crier.wait_for(r"INFO link: connected")
+        broker.publish("crier/box1/orders", "hello there")
+        broker.publish("crier/box1/orders", "x" * 70000)
+        broker.publish("crier/box1/orders", '{"type":"order","id":"BAD-1","kind":"new_customer","number":1000000}')
+        broker.publish("crier/box1/orders", '{"type":"ping"}')
+        broker.publish("crier/box1/orders", '{"type":"order","id":"OK-1","kind":"new_customer","number":5}')
+        crier.wait_for(r"INFO alert: spoken id=OK-1", timeout=30)
+        sub.wait_for(r'"id":"BAD-1","status":"rejected","reason":"invalid_order"', which="out")
+        sub.wait_for(r'"id":"OK-1","status":"spoken"', which="out")
+        assert crier.p.poll() is None
+    finally:
+        assert crier.stop() == 0
+    err = "\n".join(crier.lines())
+    assert "WARN link: bad message from broker" in err and "invalid JSON" in err
+    assert "message longer than 16384 bytes (70000)" in err
+    assert "only order and cancel messages belong on crier/box1/orders, got ping" in err
+    sub.stop()
