@@ -48,13 +48,16 @@ let package = Package(
         .systemLibrary(name: "CGPIOD", pkgConfig: "libgpiod", providers: [.apt(["libgpiod-dev"])]),
         .systemLibrary(name: "CEspeakNG", providers: [.apt(["libespeak-ng-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
 
         .target(name: "CrierCore"),
         .target(name: "CrierPosix", dependencies: ["CrierCore"]),
         .target(name: "CrierAudio", dependencies: ["CrierCore", "CrierPosix", "CALSA"]),
         .target(name: "CrierSpeech", dependencies: ["CrierCore", "CrierPosix", "CEspeakNG"]),
         .target(name: "CrierGPIO", dependencies: ["CrierCore", "CrierPosix", "CGPIOD"], swiftSettings: gpiodSettings),
-        .target(name: "CrierLink", dependencies: ["CrierCore", "CrierPosix", "COpenSSL"]),
+        // libmosquitto, thin; the MQTT link's rules (journal, acks, TLS checks) are in CrierLink.
+        .target(name: "CrierMosquitto", dependencies: ["CMosquitto"]),
+        .target(name: "CrierLink", dependencies: ["CrierCore", "CrierPosix", "COpenSSL", "CrierMosquitto"]),
         .target(name: "CrierSystem", dependencies: ["CrierCore", "CrierPosix"]),
         .target(name: "CrierRuntime", dependencies: [
             "CrierCore", "CrierPosix", "CrierAudio", "CrierSpeech", "CrierGPIO", "CrierLink", "CrierSystem",

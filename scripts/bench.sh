@@ -4,6 +4,7 @@
 # something broke (never because of a time).
 #
 #   scripts/bench.sh [--quick] [--vm auto|on|off] [--only firstsound,latency,idle,start,reconnect,peermem,burst,static,alerts,vm]
+#   scripts/bench.sh --only mqtt      the MQTT fleet table (scripts/bench/mqtt_fleet.py), printed only
 #
 # Full run ≈ 12-15 min (100 latency orders each, 60 s idle, 1 000 alerts, the VM idle scenario
 # through scripts/vm-test.sh); --quick ≈ 3 min (20 orders, 10 s idle, 100 alerts, no VM, no
@@ -26,6 +27,10 @@ fi
 echo "bench: building the release binary"
 swift build -c release 2>&1 | tail -n 1
 BIN="$(swift build -c release --show-bin-path)/crier"
+# The MQTT fleet (a broker and hundreds of links) is its own table: scripts/bench/mqtt_fleet.py.
+case " $* " in
+  *" --only mqtt "*|*" --only mqtt") exec /usr/bin/python3 scripts/bench/mqtt_fleet.py --crier "$BIN" ;;
+esac
 STATIC=()
 case " $* " in
   *" --quick "*) ;;

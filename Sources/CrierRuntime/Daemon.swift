@@ -20,9 +20,11 @@ public actor Daemon {
     private let engineBox: Mutex<AudioEngine>
     public nonisolated var engine: AudioEngine { engineBox.withLock { $0 } }
     let pipeline: SpeechPipeline
-    var link: OrderLink?
+    var link: (any OrderLinking)?
     /// Acks the server may not have yet, kept on the data partition across restarts.
     var ackStore: AckStore?
+    /// MQTT only: orders the broker handed over and the box has not answered yet (journal).
+    var inboxStore: InboxStore?
     var linkEvents: AsyncStream<LinkEvent>.Continuation?
     var buttons: ButtonService?
     var buttonTask: Task<Void, Never>?
@@ -78,9 +80,15 @@ public actor Daemon {
             let store = AckStore(path: config.ackOutboxPath, log: hub.logger("link"))
             queue.restore(store.restored)  // said before the restart: acked again, not said again
             ackStore = store
+            if server.isMQTT {
+                let inbox = InboxStore(path: config.orderInboxPath, log: hub.logger("link"))
+                queue.restore(inbox.restoredDone)  // the broker has these acks: a duplicate is acked again
+                inboxStore = inbox
+            }
             link = makeLink()
             Task { for await e in stream { self.handle(e) } }
             link?.start()
+            link?.presenceChanged(volume: config.buttons.volumeDefault)
             log.info("order link starting", ["server": server.description, "device": config.deviceID])
         } else {
             log.warning("no order server configured; set `server = tcp://HOST:PORT` in crier.conf to receive orders")
@@ -122,6 +130,7 @@ public actor Daemon {
         _ = await buttonTask?.value
         link?.stop()  // flushes what it can of the acks already sent
         ackStore?.close()  // the undelivered ones wait in the file for the next start
+        inboxStore?.close()
         engine.stop()
         log.info("stopped")
     }
@@ -494,8 +503,14 @@ public actor Daemon {
 
     // MARK: buttons
 
-    func makeLink() -> OrderLink {
+    func makeLink() -> any OrderLinking {
         let cont = linkEvents
+        if config.link.server?.isMQTT == true {
+            var options = MQTTLink.Options()
+            options.ackStore = ackStore
+            options.inbox = inboxStore
+            return MQTTLink(config: config.link, deviceID: config.deviceID, log: hub.logger("link"), options: options) { cont?.yield($0) }
+        }
         var options = OrderLink.Options()
         options.ackStore = ackStore
         return OrderLink(config: config.link, deviceID: config.deviceID, log: hub.logger("link"), options: options) { cont?.yield($0) }
@@ -556,6 +571,7 @@ public actor Daemon {
             let wasHeld = gains.holdAlerts
             gains = g
             applyVolume(g.alerts)
+            if let l = link { Task { if let v = await buttons?.state?.volume { l.presenceChanged(volume: v) } } }
             if wasHeld && !g.holdAlerts { log.info("mute ended; saying held alerts", ["waiting": queue.waitingCount]) }
         case .replay(let back):
             if queue.replay(stepsBack: back) == nil { buttonPrompts.append(.noOrders) }

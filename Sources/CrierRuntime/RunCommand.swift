@@ -336,11 +336,23 @@ struct ButtonsComponent: SupervisedComponent {
 
 public struct OrderSimOptions: Sendable {
     public var config = OrderServerConfig()
+    /// `--mqtt URL`: publish to a broker instead of serving protocol v1.
+    public var mqtt: MQTTSimConfig?
     public init() {}
 }
 
 public enum OrderSimCommand {
     public static func run(_ o: OrderSimOptions) -> Int32 {
+        if let m = o.mqtt {
+            let sim = MQTTOrderSim(mqtt: m, orders: o.config)
+            do {
+                let summary = try sim.run()
+                return summary.timedOut || summary.unacked > 0 ? ExitCode.failure : ExitCode.ok
+            } catch {
+                FileIO.stderr("crier order-sim: \(error)\n")
+                return ExitCode.failure
+            }
+        }
         let server = OrderServer(config: o.config)
         do {
             let summary = try server.run()
@@ -357,6 +369,8 @@ public struct DemoOptions: Sendable {
     public var every: ClosedRange<Double> = 4...8
     public var seconds: Double?
     public var wav = "crier-demo.wav"
+    /// Through this broker instead of the built-in v1 server.
+    public var mqtt: ServerAddress?
     public init() {}
 }
 
@@ -379,15 +393,35 @@ public enum DemoCommand {
         sc.idPrefix = "D-"
         sc.key = ctx.loaded.config.link.key  // a config with server.key: the demo signs its orders
         let server = OrderServer(config: sc)
-        let port: Int
-        do {
-            port = try server.start()
-        } catch {
-            log.error("\(error)")
-            return ExitCode.failure
-        }
         var config = ctx.loaded.config
-        config.link.server = ServerAddress(host: "127.0.0.1", port: port)  // plain TCP on loopback
+        var mqttSim: MQTTOrderSim?
+        let port: Int
+        if let m = o.mqtt {
+            var mc = MQTTSimConfig(server: m)
+            mc.devices = ["demo"]
+            mc.prefix = config.link.mqtt.prefix
+            mc.clientID = "crier-demo-sim"
+            let sim = MQTTOrderSim(mqtt: mc, orders: sc) { FileIO.stderr("order-sim: " + $0 + "\n") }
+            mqttSim = sim
+            do {
+                try PosixThread.detach(name: "crier-demo-sim") {
+                    do { _ = try sim.run() } catch { FileIO.stderr("crier demo: \(error)\n") }
+                }
+            } catch {
+                log.error("\(error)")
+                return ExitCode.failure
+            }
+            config.link.server = m
+            port = m.port
+        } else {
+            do {
+                port = try server.start()
+            } catch {
+                log.error("\(error)")
+                return ExitCode.failure
+            }
+            config.link.server = ServerAddress(host: "127.0.0.1", port: port)  // plain TCP on loopback
+        }
         config.link.ca = nil
         config.link.pins = []
         config.deviceID = "demo"
@@ -411,7 +445,7 @@ public enum DemoCommand {
         } else {
             log.notice("playing on audio device '\(config.audio.device)'")
         }
-        log.notice("order server on 127.0.0.1:\(port): an order every \(ConfigValue.fmt(o.every.lowerBound))-\(ConfigValue.fmt(o.every.upperBound)) s; type a number + Enter for an order now, text for a text alert; Ctrl-C to stop")
+        log.notice((o.mqtt.map { "orders through the broker \($0)" } ?? "order server on 127.0.0.1:\(port)") + ": an order every \(ConfigValue.fmt(o.every.lowerBound))-\(ConfigValue.fmt(o.every.upperBound)) s; type a number + Enter for an order now, text for a text alert; Ctrl-C to stop")
         let daemon = Daemon(config: config, hub: ctx.hub)
         guard let signals = try? SignalWatcher.start([.terminate, .interrupt]) else { return ExitCode.failure }
         await daemon.start()
@@ -423,7 +457,7 @@ public enum DemoCommand {
         for await _ in signals.signals { break }
         buttons.cancel()
         await daemon.shutdown()
-        server.stop()
+        if let sim = mqttSim { sim.requestStop() } else { server.stop() }
         return ExitCode.ok
     }
 }

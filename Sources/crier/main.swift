@@ -104,12 +104,13 @@ case "run":
     exit(await RunCommand.run(configPath: file))
 case "demo":
     let help = """
-        usage: crier demo [--config FILE] [--every MIN-MAX] [--seconds N] [--wav FILE]
+        usage: crier demo [--config FILE] [--every MIN-MAX] [--seconds N] [--wav FILE] [--mqtt URL]
 
           The reference order server on 127.0.0.1 plus the daemon. Orders every MIN-MAX seconds
           (default 4-8); type a number + Enter for an order now. Audio goes to audio.device
           (default `default`), or to FILE (default crier-demo.wav) when that device cannot open.
           Keys + - m r a act as the buttons when stdin is a terminal. --seconds stops after N s.
+          --mqtt mqtt://127.0.0.1 goes through that broker (a local mosquitto) instead.
         """
     var a = Args(rest: argv, help: help)
     if a.flag("--help") { print(help); exit(0) }
@@ -124,6 +125,10 @@ case "demo":
         o.seconds = v
     }
     if let w = a.value("--wav") { o.wav = w }
+    if let m = a.value("--mqtt") {
+        guard let addr = try? ServerAddress(parsing: m), addr.isMQTT else { fail("--mqtt expects mqtt://HOST:PORT, got \"\(m)\"", help) }
+        o.mqtt = addr
+    }
     a.noUnknownOptions()
     exit(await DemoCommand.run(o))
 case "order-sim":
@@ -131,6 +136,8 @@ case "order-sim":
         usage: crier order-sim [--host ADDR] [--port P] [--every MIN-MAX] [--rate N] [--count N]
                                [--token T] [--state FILE] [--numbers MIN-MAX] [--no-stdin]
                                [--key K] [--tls-cert FILE --tls-key FILE]
+               crier order-sim --mqtt mqtt[s]://HOST[:PORT] [--device ID[,ID…]] [--prefix P] [--username U]
+                               [--password P] [--ca FILE] [--client-id ID] [--quiet] + the order options
 
           The reference order server (docs/protocol.md). Sends a random new_customer order every
           MIN-MAX seconds (default 60-240; 0 = none), or N per second with --rate; stops after
@@ -139,10 +146,27 @@ case "order-sim":
           --state FILE keeps unacked orders across restarts of the server.
           --key K signs every order with the shared secret K (hex or base64, as server.key).
           --tls-cert/--tls-key serve TLS with that PEM certificate chain and private key.
+          --mqtt URL publishes the orders to a broker instead (PREFIX/DEVICE/orders, QoS 1) and
+          prints the acks every box publishes on PREFIX/+/acks, then publish→ack latency.
         """
     var a = Args(rest: argv, help: help)
     if a.flag("--help") { print(help); exit(0) }
     var o = OrderSimOptions()
+    if let m = a.value("--mqtt") {
+        do throws(ConfigValueError) {
+            let addr = try ServerAddress(parsing: m)
+            guard addr.isMQTT else { fail("--mqtt expects mqtt://HOST:PORT or mqtts://HOST:PORT, got \"\(m)\"", help) }
+            var mc = MQTTSimConfig(server: addr)
+            if let d = a.value("--device") { mc.devices = d.split(separator: ",").map(String.init) }
+            if let p = a.value("--prefix") { mc.prefix = p }
+            mc.username = a.value("--username")
+            mc.password = a.value("--password")
+            mc.ca = a.value("--ca")
+            if let c = a.value("--client-id") { mc.clientID = c }
+            mc.quiet = a.flag("--quiet")
+            o.mqtt = mc
+        } catch { fail("--mqtt: \(error.message)", help) }
+    }
     o.config.readStdin = !a.flag("--no-stdin")
     if let h = a.value("--host") { o.config.host = h }
     if let p = a.value("--port") {
@@ -180,6 +204,25 @@ case "order-sim":
     a.noUnknownOptions()
     guard a.rest.isEmpty else { fail("order-sim takes no arguments", help) }
     exit(OrderSimCommand.run(o))
+case "mqtt-fleet":
+    let help = """
+        usage: crier mqtt-fleet --server mqtt://HOST:PORT [--boxes N] [--rate R] [--seconds S] [--dir D]
+                                [--username U --password P]
+          A benchmark (scripts/bench.sh --only mqtt): N MQTT links in this process, orders at R
+          per second for S seconds round robin; prints acked-once counts and publish→ack p50/p99.
+        """
+    var a = Args(rest: argv, help: help)
+    if a.flag("--help") { print(help); exit(0) }
+    guard let s = a.value("--server"), let addr = try? ServerAddress(parsing: s), addr.isMQTT else { fail("--server mqtt://HOST:PORT is required", help) }
+    var o = MQTTFleetOptions(server: addr)
+    if let v = a.value("--boxes") { guard let n = Int(v), n > 0 else { fail("--boxes expects a positive integer", help) }; o.boxes = n }
+    if let v = a.value("--rate") { guard let r = Double(v), r > 0 else { fail("--rate expects orders per second > 0", help) }; o.rate = r }
+    if let v = a.value("--seconds") { guard let r = Double(v), r > 0 else { fail("--seconds expects a positive number", help) }; o.seconds = r }
+    if let d = a.value("--dir") { o.dir = d }
+    o.username = a.value("--username")
+    o.password = a.value("--password")
+    a.noUnknownOptions()
+    exit(MQTTFleetCommand.run(o))
 case "status":
     let help = "usage: crier status [--config FILE] [--json]   ask the running daemon (its control socket)"
     var a = Args(rest: argv, help: help)

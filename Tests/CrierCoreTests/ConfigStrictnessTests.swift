@@ -237,6 +237,7 @@ import Testing
             var again = back.config
             again.link.token = r.config.link.token
             again.link.key = r.config.link.key
+            again.link.mqtt.password = r.config.link.mqtt.password
             #expect(again == r.config, "\(printed)")
             // Rules that consumers would otherwise enforce by clamping hold in what is printed.
             let c = r.config

@@ -14,6 +14,7 @@ struct FuzzRegressionTests {
         var back = parser.parse(rendered, file: "rendered.conf").config
         back.link.token = r.config.link.token
         back.link.key = r.config.link.key
+        back.link.mqtt.password = r.config.link.mqtt.password
         var diff = ""
         for k in CrierConfig.schema where k.value(in: back) != k.value(in: r.config) {
             diff += "\(k.name): \(k.value(in: r.config).debugDescription) → \(k.value(in: back).debugDescription)\n"

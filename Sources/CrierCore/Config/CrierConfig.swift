@@ -3,13 +3,16 @@ public enum Lang: String, Sendable, CaseIterable, Hashable {
     case zh, en
 }
 
-/// `tcp://HOST:PORT` or `tls://HOST:PORT` (port 7700 when left out).
+/// `tcp://HOST:PORT` or `tls://HOST:PORT` (port 7700 when left out), or an MQTT broker:
+/// `mqtt://HOST:PORT` (1883) or `mqtts://HOST:PORT` (TLS, 8883); docs/protocol.md, "MQTT".
 public struct ServerAddress: Sendable, Equatable, CustomStringConvertible {
     public var scheme: String
     public var host: String
     public var port: Int
 
     public static let defaultPort = 7700
+    /// The port of each scheme when the address leaves it out (MQTT's are IANA's).
+    public static let defaultPorts = ["tcp": defaultPort, "tls": defaultPort, "mqtt": 1883, "mqtts": 8883]
 
     public init(scheme: String = "tcp", host: String, port: Int = defaultPort) {
         self.scheme = scheme
@@ -19,16 +22,16 @@ public struct ServerAddress: Sendable, Equatable, CustomStringConvertible {
 
     public init(parsing s: String) throws(ConfigValueError) {
         guard let sep = s.firstRange(of: "://") else {
-            throw ConfigValueError("expected tcp://HOST:PORT or tls://HOST:PORT, got \(ConfigValue.shown(s))")
+            throw ConfigValueError("expected tcp://HOST:PORT, tls://HOST:PORT, mqtt://HOST:PORT or mqtts://HOST:PORT, got \(ConfigValue.shown(s))")
         }
         let scheme = String(s[..<sep.lowerBound]).lowercased()
-        guard scheme == "tcp" || scheme == "tls" else {
-            throw ConfigValueError("unsupported scheme \"\(scheme)\" (tcp:// or tls://), got \(ConfigValue.shown(s))")
+        guard let defaultPort = Self.defaultPorts[scheme] else {
+            throw ConfigValueError("unsupported scheme \"\(scheme)\" (tcp://, tls://, mqtt:// or mqtts://), got \(ConfigValue.shown(s))")
         }
         var rest = s[sep.upperBound...]
         if rest.hasSuffix("/") { rest = rest.dropLast() }
         var host: String
-        var port = Self.defaultPort
+        var port = defaultPort
         if rest.hasPrefix("[") {  // [v6]:port
             guard let close = rest.firstIndex(of: "]") else { throw ConfigValueError("unclosed [ in \"\(s)\"") }
             host = String(rest[rest.index(after: rest.startIndex)..<close])
@@ -81,7 +84,12 @@ public struct ServerAddress: Sendable, Equatable, CustomStringConvertible {
         host.contains(":") ? "\(scheme)://[\(host)]:\(port)" : "\(scheme)://\(host):\(port)"
     }
 
+    /// TLS under the v1 line protocol (`tls://`); see `isEncrypted` for MQTT's `mqtts://` too.
     public var isTLS: Bool { scheme == "tls" }
+    /// An MQTT broker (`mqtt://`, `mqtts://`) instead of a v1 order server.
+    public var isMQTT: Bool { scheme == "mqtt" || scheme == "mqtts" }
+    /// TLS from the first byte: `tls://` or `mqtts://`.
+    public var isEncrypted: Bool { scheme == "tls" || scheme == "mqtts" }
 }
 
 /// How one language is spoken through espeak-ng.
@@ -137,6 +145,8 @@ public struct LinkConfig: Sendable, Equatable {
     public var key: [UInt8]?
     /// The ack outbox file; nil: `<state.path>.acks`; "": memory only (`off`).
     public var outbox: String?
+    /// `mqtt://` and `mqtts://` servers only (docs/protocol.md, "MQTT").
+    public var mqtt = MQTTConfig()
 }
 
 /// `server.key` and `server.pin` values.
@@ -207,7 +217,7 @@ public struct CrierConfig: Sendable, Equatable {
 
     /// Every key, in the order docs and `crier check-config` print them.
     public static let schema: [ConfigKey] = generalKeys + audioKeys + speechKeys + Templates.keys + AlertConfig.keys
-        + StatusPromptConfig.keys + ButtonsConfig.keys + logKeys + SupervisionConfig.keys
+        + StatusPromptConfig.keys + ButtonsConfig.keys + logKeys + SupervisionConfig.keys + MQTTConfig.keys
 
     /// The effective configuration as `key = value` lines, keys in schema order.
     public func rendered(schema: [ConfigKey] = CrierConfig.schema) -> String {
@@ -268,7 +278,7 @@ extension CrierConfig {
                       c.deviceID = v
                   }, render: { $0.deviceID }),
         ConfigKey("server", section: "general", default: "",
-                  doc: "Order server, tcp://HOST:PORT or tls://HOST:PORT (port 7700 if left out; an IPv6 address in brackets, tcp://[fd00::5]:7700). Empty: no server, the box only speaks local prompts.",
+                  doc: "Order server, tcp://HOST:PORT or tls://HOST:PORT (port 7700 if left out; an IPv6 address in brackets, tcp://[fd00::5]:7700), or an MQTT broker, mqtt://HOST:PORT (1883) or mqtts://HOST:PORT (TLS, 8883; see mqtt.*). Empty: no server, the box only speaks local prompts.",
                   apply: { c, v throws(ConfigValueError) in
                       c.link.server = v.isEmpty ? nil : try ServerAddress(parsing: v)
                   }, render: { $0.link.server?.description ?? "" }),
@@ -277,11 +287,11 @@ extension CrierConfig {
                   apply: { c, v in c.link.token = v.isEmpty ? nil : v },
                   render: { $0.link.token == nil ? "" : "(set)" }),
         ConfigKey("server.ca", section: "general", default: "",
-                  doc: "tls:// only: PEM file with the CA certificate(s) that sign the order server's certificate. Empty: the system's CA store.",
+                  doc: "tls:// and mqtts:// only: PEM file with the CA certificate(s) that sign the order server's (or broker's) certificate. Empty: the system's CA store.",
                   apply: { c, v throws(ConfigValueError) in c.link.ca = v.isEmpty ? nil : try ConfigValue.absolutePath(v) },
                   render: { $0.link.ca ?? "" }),
         ConfigKey("server.pin", section: "general", default: "",
-                  doc: "tls:// only: sha256/<base64 SPKI hash> of the server's public key (or a CA's in its chain); several separated by commas. Empty: no pinning.",
+                  doc: "tls:// and mqtts:// only: sha256/<base64 SPKI hash> of the server's public key (or a CA's in its chain); several separated by commas. Empty: no pinning.",
                   apply: { c, v throws(ConfigValueError) in c.link.pins = v.isEmpty ? [] : try SecretValue.pins(v) },
                   render: { $0.link.pins.map { "sha256/" + Base64.encode($0) }.joined(separator: ",") }),
         ConfigKey("server.key", section: "general", default: "",

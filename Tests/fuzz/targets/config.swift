@@ -18,6 +18,7 @@ func fuzzConfig(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     var back = again.config
     back.link.token = r.config.link.token
     back.link.key = r.config.link.key
+    back.link.mqtt.password = r.config.link.mqtt.password
     precondition(back == r.config, "render → parse changed the config:\n\(rendered)")
     return 0
 }

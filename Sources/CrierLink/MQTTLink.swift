@@ -1,0 +1,607 @@
+import CrierCore
+import CrierMosquitto
+import CrierPosix
+import Glibc
+import Synchronization
+
+/// What the daemon needs of an order link, v1 (`OrderLink`) or MQTT (`MQTTLink`).
+public protocol OrderLinking: AnyObject, Sendable {
+    func start()
+    func stop()
+    func abandon()
+    func send(_ ack: Ack, reply: Bool)
+    var lastProgress: Double { get }
+    var isConnected: Bool { get }
+    /// The volume changed (MQTT: the retained `online` status carries it).
+    func presenceChanged(volume: Int)
+}
+
+extension OrderLink: OrderLinking {
+    public func presenceChanged(volume: Int) {}
+}
+
+/// The box's end of the MQTT transport (docs/protocol.md, "MQTT"): one libmosquitto client on
+/// the link's own thread, driven by our poll loop and reconnect backoff. Persistent session
+/// (client id = device.id, clean session off, MQTT 5 session expiry), QoS 1 subscription to
+/// `<prefix>/<device>/orders`, the v1 order JSON, acks published QoS 1 on `…/acks` only when an
+/// order is finally answered, a retained `online`/`offline` status on `…/status`.
+///
+/// Exactly once: every received order is journaled and fsynced (`InboxStore`) before its
+/// PUBACK can leave (libmosquitto writes it at our next `loopWrite`); an ack stays in the
+/// outbox (`AckStore`, the same file as v1) until the broker's PUBACK for it, and only then
+/// does its order leave the inbox.
+public final class MQTTLink: OrderLinking {
+    public struct Options: Sendable {
+        /// Seconds from the connect to the SUBACK (TCP, TLS, CONNACK, SUBACK).
+        public var connectTimeout = 10.0
+        public var backoff = ReconnectBackoff()
+        public var maxPendingAcks = 100_000
+        public var ackStore: AckStore?
+        public var inbox: InboxStore?
+        /// How long a clean stop waits for the PUBACKs of the last acks (seconds).
+        public var stopDrain = 0.5
+        public var unixNow: @Sendable () -> Int64 = { Crypto.unixNow() }
+        /// Most ack messages in flight (published, no PUBACK yet).
+        public var maxInflight: UInt32 = 64
+        public init() {}
+    }
+
+    public let config: LinkConfig
+    public let deviceID: String
+    public let topics: MQTTTopics
+    let log: Logger
+    let onEvent: @Sendable (LinkEvent) -> Void
+    let options: Options
+    public let ackStore: AckStore
+    public let inbox: InboxStore
+    private let ownsStores: Bool
+
+    private struct Shared {
+        var started = false
+        var stopping = false
+        var connected = false
+        var thread: PosixThread?
+        var volume: Int?
+        var volumeChanged = false
+    }
+    private let shared = Mutex(Shared())
+    private let wake = WakePipe()
+    private let progressNs = Atomic<Int64>(0)
+
+    public var lastProgress: Double { Double(progressNs.load(ordering: .relaxed)) / 1e9 }
+    private func tick() { progressNs.store(Int64(Monotonic.now() * 1e9), ordering: .relaxed) }
+
+    public init(config: LinkConfig, deviceID: String, log: Logger, options: Options = Options(), onEvent: @escaping @Sendable (LinkEvent) -> Void) {
+        self.config = config
+        self.deviceID = deviceID
+        self.log = log
+        self.options = options
+        self.onEvent = onEvent
+        topics = MQTTTopics(prefix: config.mqtt.prefix, device: deviceID)
+        ownsStores = options.ackStore == nil
+        ackStore = options.ackStore ?? AckStore(path: nil, log: log, capacity: options.maxPendingAcks)
+        inbox = options.inbox ?? InboxStore(path: nil, log: log)
+    }
+
+    public var isConnected: Bool { shared.withLock { $0.connected } }
+    private var stopping: Bool { shared.withLock { $0.stopping } }
+
+    public func presenceChanged(volume: Int) {
+        shared.withLock { s in
+            if s.volume != volume { s.volume = volume; s.volumeChanged = true }
+        }
+        wake.wake()
+    }
+
+    public func send(_ ack: Ack, reply: Bool) {
+        let (dropped, count) = ackStore.with { o -> (Ack?, Int) in (o.add(ack, reply: reply), o.dropped) }
+        if let d = dropped, count == 1 || count % 1000 == 0 {
+            log.warning("too many undelivered acks; dropped the oldest", ["id": d.id, "status": d.status.rawValue, "dropped": count])
+        }
+        wake.wake()
+    }
+
+    public func start() {
+        guard let server = config.server else { return }
+        let go = shared.withLock { s -> Bool in
+            guard !s.started else { return false }
+            s.started = true
+            return true
+        }
+        guard go else { return }
+        if !server.isEncrypted && (config.ca != nil || !config.pins.isEmpty || config.mqtt.clientCert != nil) {
+            log.error("server.ca, server.pin and mqtt.cert only apply to mqtts:// brokers; this link is NOT encrypted or verified",
+                      ["server": server.description, "hint": "use server = mqtts://HOST:PORT in crier.conf"])
+        }
+        if !server.isEncrypted && config.mqtt.password != nil {
+            log.warning("mqtt.password travels in clear text over mqtt://", ["server": server.description, "hint": "use mqtts:// for a broker outside this LAN"])
+        }
+        if config.token != nil {
+            log.warning("server.token is not used with an MQTT broker; the box authenticates with mqtt.username/mqtt.password or mqtt.cert", ["server": server.description])
+        }
+        do {
+            let t = try PosixThread(name: "crier-mqtt") { [self] in run(server) }
+            shared.withLock { $0.thread = t }
+        } catch {
+            log.error("cannot start the link thread: \(error)")
+        }
+    }
+
+    public func abandon() {
+        shared.withLock { $0.stopping = true }
+        wake.wake()
+    }
+
+    public func stop() {
+        let t = shared.withLock { s -> PosixThread? in
+            s.stopping = true
+            defer { s.thread = nil }
+            return s.thread
+        }
+        wake.wake()
+        t?.join()
+        if ownsStores {
+            ackStore.close()
+            inbox.close()
+        } else {
+            ackStore.persist()
+        }
+    }
+
+    // MARK: the link thread
+
+    private enum SessionEnd {
+        case failedToConnect(String)
+        case tlsFailed(String)
+        case refused(String, hint: String)
+        case lost(String)
+        /// The broker does not speak MQTT 5: again at once with 3.1.1.
+        case downgrade(String)
+    }
+
+    /// A link that cannot work (a device.id no topic can hold, a client libmosquitto cannot
+    /// make) still goes round its loop, so the supervisor does not replace it every 45 s.
+    private func idle() {
+        while !stopping { sleep(5) }
+    }
+
+    private func run(_ server: ServerAddress) {
+        tick()
+        if let p = MQTTConfig.topicProblem(deviceID, what: "device.id") ?? (deviceID.contains("/") ? "device.id \"\(deviceID)\" contains \"/\"" : nil) {
+            log.error("cannot use this device.id in MQTT topics; the MQTT link does not connect", ["problem": p, "hint": "set device.id in crier.conf to letters, digits, - and _"])
+            return idle()
+        }
+        // Orders received before a restart and not yet answered: the daemon gets them first
+        // (its dedupe answers the ones already said from the ack outbox).
+        for e in inbox.takeReplay() {
+            switch e {
+            case .order(let o): onEvent(.order(o))
+            case .cancel(let id): onEvent(.cancel(id: id))
+            }
+        }
+        let url = server.description
+        let client: MosquittoClient
+        do throws(MosquittoError) {
+            client = try MosquittoClient(id: deviceID, cleanSession: false, logEnabled: false)
+            try client.setCredentials(username: config.mqtt.username, password: config.mqtt.password)
+            let will = MQTTTopics.statusPayload(online: false, device: deviceID, version: CrierVersion.string, volume: nil, protocolVersion: nil)
+            try client.setWill(topic: topics.status, payload: will, qos: 1, retain: true)
+        } catch {
+            log.error("cannot set up the MQTT client: \(error)", ["server": url])
+            return idle()
+        }
+        client.setMaxInflight(options.maxInflight)
+        var useV5 = config.mqtt.protocolChoice != .v311
+        var backoff = options.backoff
+        var rng = SystemRandomNumberGenerator()
+        var lastProblem: String?
+        var downSince = Monotonic.now()
+        var verifier = config.key.map { SignatureVerifier(key: $0, mac: Crypto.hmacSHA256) }
+        var tls: (TLSContext, MQTTTLSCheck)?
+        var configuredV5: Bool?
+        log.info("link starting", ["server": url, "device": deviceID, "orders": topics.orders, "keepalive": "\(keepalive)s"])
+        while !stopping {
+            tick()
+            var end: SessionEnd?
+            if server.isEncrypted && tls == nil {
+                let check = MQTTTLSCheck(host: server.host, pins: config.pins)
+                switch mqttTLSContext(config: config, check: check) {
+                case .success(let c):
+                    do throws(MosquittoError) {
+                        try client.setTLSContext(c.ctx)
+                        tls = (c, check)
+                    } catch {
+                        log.error("cannot hand the TLS context to libmosquitto: \(error)", ["server": url])
+                        return idle()
+                    }
+                case .failure(let e): end = .tlsFailed(e.message)
+                }
+            }
+            if end == nil, configuredV5 != useV5 {
+                do throws(MosquittoError) {
+                    try client.setProtocol(v5: useV5, sessionExpiry: UInt32(clamping: config.mqtt.sessionExpiry))
+                    configuredV5 = useV5
+                } catch {
+                    log.error("cannot set the MQTT protocol version: \(error)", ["server": url])
+                    return idle()
+                }
+            }
+            let result = end ?? session(client, server, v5: useV5, tls: tls?.1, backoff: &backoff, downSince: downSince, verifier: &verifier)
+            if stopping { break }
+            let now = Monotonic.now()
+            var delay = 0.0
+            switch result {
+            case .downgrade(let why):
+                log.notice("broker does not speak MQTT 5; using MQTT 3.1.1", ["server": url, "error": why])
+                useV5 = false
+                continue
+            case .tlsFailed(let why):
+                delay = backoff.nextDelay(using: &rng)
+                if why != lastProblem {
+                    log.error(why, ["server": url, "retry_in": "\(fmt1(delay))s",
+                                    "hint": "check the broker certificate, server.ca and server.pin in crier.conf; the box never falls back to plain MQTT"])
+                    lastProblem = why
+                }
+            case .failedToConnect(let why):
+                delay = backoff.nextDelay(using: &rng)
+                if why != lastProblem {
+                    log.warning("cannot reach MQTT broker", ["server": url, "error": why, "retry_in": "\(fmt1(delay))s",
+                                                            "hint": "check server in crier.conf and that the broker runs"])
+                    lastProblem = why
+                } else {
+                    log.debug("still cannot reach MQTT broker", ["server": url, "error": why, "attempt": backoff.attempt])
+                }
+            case .refused(let why, let hint):
+                delay = backoff.nextDelay(using: &rng)
+                if why != lastProblem {
+                    log.error("MQTT broker refused this box", ["server": url, "error": why, "retry_in": "\(fmt1(delay))s", "hint": hint])
+                    lastProblem = why
+                }
+            case .lost(let why):
+                backoff.disconnected(now: now)
+                downSince = now
+                lastProblem = nil
+                shared.withLock { $0.connected = false }
+                onEvent(.disconnected(reason: why))
+                delay = backoff.nextDelay(using: &rng)
+                log.warning("connection lost", ["server": url, "reason": why, "retry_in": "\(fmt1(delay))s"])
+            }
+            sleep(delay)
+        }
+        if shared.withLock({ s in defer { s.connected = false }; return s.connected }) {
+            onEvent(.disconnected(reason: "stopped"))
+        }
+        _ = tls
+        log.info("link stopped", ["server": url])
+    }
+
+    private var keepalive: Int { max(5, Int(config.heartbeat.rounded())) }
+
+    private func sleep(_ seconds: Double) {
+        let deadline = Monotonic.now() + seconds
+        while !stopping {
+            tick()
+            let left = deadline - Monotonic.now()
+            if left <= 0 { return }
+            _ = wake.wait(timeout: min(left, 5))
+        }
+    }
+
+    /// Per connection: what is in flight.
+    private struct Conn {
+        var connacked = false
+        var subscribed = false
+        var subscribeMid: Int32 = -1
+        /// mid of each ack publish → the ack (its PUBACK delivers it).
+        var ackMids: [Int32: Ack] = [:]
+        /// The last mid of each batch of acks, oldest first: its PUBACK is the outbox's "pong".
+        var probeMids: [Int32] = []
+        var statusMid: Int32 = -1
+        var refusedAcks = 0
+        var badMessages = 0
+        var unauthenticated = 0
+        var otherTopics = 0
+    }
+
+    private func session(_ client: MosquittoClient, _ server: ServerAddress, v5: Bool, tls: MQTTTLSCheck?,
+                         backoff: inout ReconnectBackoff, downSince: Double, verifier: inout SignatureVerifier?) -> SessionEnd {
+        _ = tls?.take()
+        _ = client.takeEvents()
+        if let e = client.connect(host: server.host, port: server.port, keepalive: keepalive) {
+            // On loopback the handshake can fail inside the connect call itself.
+            if let why = tls?.take() { return .tlsFailed(why) }
+            return .failedToConnect(e.description)
+        }
+        let started = Monotonic.now()
+        var conn = Conn()
+        var lastMisc = started
+        var end: SessionEnd?
+
+        func ended(code: Int32, errno e: Int32) -> SessionEnd {
+            if let why = tls?.take() { return .tlsFailed(why) }
+            if code == MosquittoClient.errTLS {
+                return .failedToConnect("TLS handshake with \(server.host) failed (is the broker speaking TLS on this port?)")
+            }
+            let why = MosquittoClient.errorText(code, errno: e)
+            if !conn.connacked, v5, config.mqtt.protocolChoice == .auto,
+               code == MosquittoClient.errProtocol || code == MosquittoClient.errMalformed {
+                return .downgrade(why)
+            }
+            return conn.subscribed ? .lost(why) : .failedToConnect(why)
+        }
+
+        while !stopping {
+            tick()
+            if let e = handleEvents(client, &conn, v5: v5, backoff: &backoff, downSince: downSince, verifier: &verifier) { end = e; break }
+            if conn.subscribed { publishAcks(client, &conn) }
+            if client.wantWrite {
+                let w = client.loopWrite()
+                if w.code != 0 {
+                    if let e = handleEvents(client, &conn, v5: v5, backoff: &backoff, downSince: downSince, verifier: &verifier) { end = e; break }
+                    end = ended(code: w.code, errno: w.errno)
+                    break
+                }
+            }
+            let fd = client.socket
+            if fd < 0 {
+                if let e = handleEvents(client, &conn, v5: v5, backoff: &backoff, downSince: downSince, verifier: &verifier) { end = e; break }
+                end = ended(code: MosquittoClient.errNoConn, errno: 0)
+                break
+            }
+            let now = Monotonic.now()
+            if !conn.subscribed && now - started > options.connectTimeout {
+                let what = !conn.connacked ? (server.isEncrypted ? "TLS handshake and CONNACK" : "CONNACK") : "SUBACK"
+                end = .failedToConnect("no \(what) within \(fmt1(options.connectTimeout)) s" + (server.isEncrypted && !conn.connacked ? " (is the broker speaking TLS on this port?)" : ""))
+                break
+            }
+            let more = conn.subscribed && conn.probeMids.count < 32 && ackStore.peek { $0.hasUnwritten }
+            let timeout: Int32 = more ? 0 : 1000
+            var events = Int16(POLLIN) | pollRDHUP
+            if client.wantWrite { events |= Int16(POLLOUT) }
+            var fds = [pollfd(fd: fd, events: events, revents: 0), pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0)]
+            let n = poll(&fds, 2, timeout)
+            if n < 0 && errno != EINTR { end = .lost("poll failed: \(errnoText(errno))"); break }
+            if fds[1].revents != 0 { wake.drain() }
+            if fds[0].revents & (Int16(POLLIN) | Int16(POLLERR) | Int16(POLLHUP) | pollRDHUP) != 0 {
+                let r = client.loopRead()
+                // At once: what arrived is journaled before any other library call can write.
+                if let e = handleEvents(client, &conn, v5: v5, backoff: &backoff, downSince: downSince, verifier: &verifier) { end = e; break }
+                if r.code != 0 {
+                    end = ended(code: r.code, errno: r.errno)
+                    break
+                }
+                if !conn.connacked, fds[0].revents & (Int16(POLLHUP) | pollRDHUP) != 0 {
+                    // libmosquitto retries a TLS handshake on a closed socket for ever.
+                    if let e = handleEvents(client, &conn, v5: v5, backoff: &backoff, downSince: downSince, verifier: &verifier) { end = e; break }
+                    if let why = tls?.take() { end = .tlsFailed(why); break }
+                    if v5, config.mqtt.protocolChoice == .auto, !server.isEncrypted { end = .downgrade("the broker closed the connection after an MQTT 5 CONNECT"); break }
+                    end = .failedToConnect("the broker closed the connection before CONNACK" + (server.isEncrypted ? " (is it speaking TLS on this port?)" : ""))
+                    break
+                }
+            }
+            if Monotonic.now() - lastMisc >= 1 {
+                lastMisc = Monotonic.now()
+                let rc = client.loopMisc()
+                if rc != 0 && rc != MosquittoClient.errNoConn {
+                    if let e = handleEvents(client, &conn, v5: v5, backoff: &backoff, downSince: downSince, verifier: &verifier) { end = e; break }
+                    end = ended(code: rc, errno: errno)
+                    break
+                }
+            }
+        }
+        if stopping && end == nil {
+            drainAndDisconnect(client, &conn, v5: v5, backoff: &backoff, downSince: downSince, verifier: &verifier)
+            return .lost("stopped")
+        }
+        // Whatever happened, the connection is over: the next connect starts afresh.
+        client.disconnect()
+        _ = client.takeEvents()
+        return end ?? .lost("stopped")
+    }
+
+    /// A clean stop: `offline` status, the acks still unconfirmed get `stopDrain` to be
+    /// PUBACKed, DISCONNECT (the session stays; the will is not sent, so the status says it).
+    private func drainAndDisconnect(_ client: MosquittoClient, _ conn: inout Conn, v5: Bool, backoff: inout ReconnectBackoff,
+                                    downSince: Double, verifier: inout SignatureVerifier?) {
+        guard conn.subscribed else { client.disconnect(); return }
+        publishAcks(client, &conn)
+        let off = MQTTTopics.statusPayload(online: false, device: deviceID, version: CrierVersion.string, volume: nil, protocolVersion: nil)
+        _ = client.publish(topic: topics.status, payload: off, qos: 1, retain: true)
+        let until = Monotonic.now() + options.stopDrain
+        while Monotonic.now() < until, !conn.ackMids.isEmpty || ackStore.peek({ $0.hasUnwritten }) {
+            if client.wantWrite, client.loopWrite().code != 0 { break }
+            let fd = client.socket
+            if fd < 0 { break }
+            var fds = [pollfd(fd: fd, events: Int16(POLLIN) | (client.wantWrite ? Int16(POLLOUT) : 0), revents: 0)]
+            _ = poll(&fds, 1, 50)
+            if fds[0].revents != 0, client.loopRead().code != 0 { break }
+            // Orders arriving now are journaled too: their PUBACK may still leave.
+            _ = handleEvents(client, &conn, v5: v5, backoff: &backoff, downSince: downSince, verifier: &verifier, stopping: true)
+            publishAcks(client, &conn)
+        }
+        if client.wantWrite { _ = client.loopWrite() }
+        client.disconnect()
+        _ = handleEvents(client, &conn, v5: v5, backoff: &backoff, downSince: downSince, verifier: &verifier, stopping: true)
+    }
+
+    /// Publishes acks from the outbox: one batch, then its last mid is the probe.
+    private func publishAcks(_ client: MosquittoClient, _ conn: inout Conn) {
+        guard conn.probeMids.count < 32 else { return }
+        let now = Monotonic.now()
+        var published: [(Int32, Ack)] = []
+        var failure: MosquittoError?
+        ackStore.with { o in
+            var last: Int32?
+            while published.count < 64, let a = o.takeNext() {
+                switch client.publish(topic: topics.acks, payload: ProtocolCodec.encode(.ack(a)), qos: 1, retain: false) {
+                case .success(let mid):
+                    published.append((mid, a))
+                    last = mid
+                case .failure(let e):
+                    failure = e
+                }
+                if failure != nil { break }
+            }
+            if last != nil { o.pinged(now: now) }
+        }
+        for (mid, a) in published { conn.ackMids[mid] = a }
+        if let last = published.last?.0 { conn.probeMids.append(last) }
+        if let failure { log.warning("cannot publish an ack; it is sent again after the next connect", ["error": failure.description]) }
+    }
+
+    /// Acts on what libmosquitto reported. Received orders are journaled (one fsync for the
+    /// batch) before this returns, so before the next `loopWrite` sends their PUBACKs.
+    private func handleEvents(_ client: MosquittoClient, _ conn: inout Conn, v5: Bool, backoff: inout ReconnectBackoff,
+                              downSince: Double, verifier: inout SignatureVerifier?, stopping: Bool = false) -> SessionEnd? {
+        let events = client.takeEvents()
+        guard !events.isEmpty else { return nil }
+        var received: [OrderInbox.Entry] = []
+        var delivered: [Ack] = []
+        var pongs = 0
+        var end: SessionEnd?
+        let url = config.server?.description ?? "?"
+        for e in events {
+            switch e {
+            case .connected(let code, let sessionPresent):
+                guard code == 0 else {
+                    if v5, config.mqtt.protocolChoice == .auto, code == 132 || code == 1 {
+                        end = .downgrade(MosquittoClient.connackText(code, v5: true))
+                    } else {
+                        let text = MosquittoClient.connackText(code, v5: v5)
+                        end = .refused("\(text) (code \(code))", hint: "check mqtt.username, mqtt.password and device.id in crier.conf, and the broker's password file and ACL")
+                    }
+                    continue
+                }
+                conn.connacked = true
+                log.debug("MQTT connected", ["server": url, "session_present": sessionPresent, "protocol": v5 ? "5" : "3.1.1"])
+                switch client.subscribe(topic: topics.orders, qos: 1) {
+                case .success(let mid): conn.subscribeMid = mid
+                case .failure(let err): end = .lost("cannot subscribe: \(err)")
+                }
+            case .subscribed(let mid, let granted):
+                guard mid == conn.subscribeMid else { continue }
+                if let g = granted.first, g >= 0 && g <= 2 {
+                    conn.subscribed = true
+                    ackStore.with { $0.connectionStarted() }
+                    conn.probeMids = []
+                    let t = Monotonic.now()
+                    backoff.connected(now: t)
+                    shared.withLock { $0.connected = true; $0.volumeChanged = true }
+                    log.info("connected", ["server": url, "after": "\(fmt1(t - downSince))s", "protocol": v5 ? "MQTT 5" : "MQTT 3.1.1", "orders": topics.orders])
+                    onEvent(.connected(url))
+                } else {
+                    let g = granted.first ?? -1
+                    end = .refused("the broker refused the subscription to \(topics.orders) (\(MosquittoClient.reasonText(g)), code \(g))",
+                                   hint: "the broker's ACL must let this box's user read \(topics.orders) and write \(topics.acks) and \(topics.status)")
+                }
+            case .disconnected(let code, let err):
+                if end == nil, code != 0 {
+                    end = conn.subscribed ? .lost(MosquittoClient.errorText(code, errno: err)) : .failedToConnect(MosquittoClient.errorText(code, errno: err))
+                }
+            case .published(let mid, let reason):
+                if let a = conn.ackMids.removeValue(forKey: mid) {
+                    delivered.append(a)
+                    if reason >= 0x80 {
+                        conn.refusedAcks += 1
+                        if conn.refusedAcks == 1 {
+                            log.error("the broker refused this box's ack", ["server": url, "id": a.id, "error": MosquittoClient.reasonText(reason),
+                                                                         "hint": "the broker's ACL must let this box's user write \(topics.acks)"])
+                        }
+                    }
+                }
+                if let i = conn.probeMids.firstIndex(of: mid) {
+                    pongs += i + 1
+                    conn.probeMids.removeFirst(i + 1)
+                }
+            case .message(_, let topic, let payload, _, _):
+                guard topic == topics.orders else {
+                    conn.otherTopics += 1
+                    if conn.otherTopics <= 10 { log.warning("message on an unexpected topic ignored", ["server": url, "topic": topic]) }
+                    continue
+                }
+                if let entry = decode(payload, &conn, verifier: &verifier) { received.append(entry) }
+            case .log(let level, let text):
+                log.debug("libmosquitto", ["level": level, "text": text])
+            }
+        }
+        // On the card before anything else happens: the PUBACKs go out at the next loopWrite.
+        if !received.isEmpty { inbox.received(received) }
+        // The broker has these acks: the orders leave the inbox, then the outbox lets them go.
+        if !delivered.isEmpty { inbox.delivered(delivered) }
+        if pongs > 0 { ackStore.with { o in for _ in 0..<pongs { _ = o.pong() } } }
+        for entry in received {
+            switch entry {
+            case .order(let o): onEvent(.order(o))
+            case .cancel(let id): onEvent(.cancel(id: id))
+            }
+        }
+        if conn.subscribed, !stopping {
+            let vol = shared.withLock { s -> Int?? in
+                guard s.volumeChanged else { return nil }
+                s.volumeChanged = false
+                return .some(s.volume)
+            }
+            if let v = vol {
+                let payload = MQTTTopics.statusPayload(online: true, device: deviceID, version: CrierVersion.string, volume: v, protocolVersion: v5 ? "5" : "3.1.1")
+                if case .success(let mid) = client.publish(topic: topics.status, payload: payload, qos: 1, retain: true) { conn.statusMid = mid }
+            }
+        }
+        return end
+    }
+
+    /// One message from the order topic: an order or cancel to journal, or nil (refused,
+    /// answered here with a `rejected` ack when it had an id).
+    private func decode(_ payload: [UInt8], _ conn: inout Conn, verifier: inout SignatureVerifier?) -> OrderInbox.Entry? {
+        let url = config.server?.description ?? "?"
+        var body = payload[...]
+        while let last = body.last, last == 0x0A || last == 0x0D { body = body.dropLast() }
+        func bad(_ message: String, ack: Ack?) {
+            conn.badMessages += 1
+            if conn.badMessages <= 10 {
+                log.warning("bad message from broker", ["server": url, "error": message, "message": OrderLink.excerpt(Array(body)), "id": ack?.id ?? "-"])
+            } else if conn.badMessages == 11 {
+                log.warning("more bad messages from broker; not logging each", ["server": url])
+            }
+            if let ack { ackStore.with { _ = $0.add(ack) } }
+        }
+        guard body.count <= ProtocolCodec.maxLineBytes else {
+            bad("message longer than \(ProtocolCodec.maxLineBytes) bytes (\(body.count))", ack: nil)
+            return nil
+        }
+        let decoded = ProtocolCodec.decodeKeepingObject(body)
+        let message: ProtocolMessage
+        switch decoded.message {
+        case .success(let m): message = m
+        case .failure(let e):
+            bad(e.message, ack: e.rejectedAck)
+            return nil
+        }
+        switch message {
+        case .order(let o):
+            if let r = verifier?.check(decoded.object ?? JSONObject(), now: options.unixNow()) {
+                conn.unauthenticated += 1
+                if conn.unauthenticated <= 20 {
+                    log.warning("order rejected: \(r.reason.rawValue)", ["server": url, "id": o.id, "reason": r.reason.rawValue, "error": r.message])
+                }
+                ackStore.with { _ = $0.add(Ack(id: o.id, status: .rejected, reason: r.reason.rawValue, message: r.message)) }
+                return nil
+            }
+            return .order(o)
+        case .cancel(let id):
+            if let r = verifier?.check(decoded.object ?? JSONObject(), now: options.unixNow()) {
+                conn.unauthenticated += 1
+                if conn.unauthenticated <= 20 {
+                    log.warning("cancel rejected: \(r.reason.rawValue)", ["server": url, "id": id, "reason": r.reason.rawValue, "error": r.message])
+                }
+                return nil
+            }
+            return .cancel(id: id)
+        default:
+            bad("only order and cancel messages belong on \(topics.orders), got \(message.typeName)", ack: nil)
+            return nil
+        }
+    }
+}
+
+/// POLLRDHUP (Linux, 0x2000): the peer closed its end. Glibc's module does not export it.
+private let pollRDHUP: Int16 = 0x2000

@@ -1,0 +1,97 @@
+import Testing
+@testable import CrierCore
+
+@Suite("MQTT: order inbox journal, topics, server addresses and mqtt.* keys")
+struct MQTTInboxTests {
+    func order(_ id: String, _ n: Int = 1) -> Order {
+        Order(id: id, kind: .newCustomer(number: n))
+    }
+
+    /// Replays a journal the way the store writes it: appends, with a compaction now and then.
+    struct Journal {
+        var inbox = OrderInbox(doneMax: 50)
+        var file: [UInt8] = []
+        mutating func apply(_ lines: [[UInt8]]) {
+            if inbox.needsCompaction { file = inbox.encodeForFile() } else { for l in lines { file += l } }
+        }
+    }
+
+    @Test("seeded: after any sequence of receipts, deliveries, compactions and a torn last append, the file reads back to the same pending orders and outcomes")
+    func seededRoundTrip() {
+        var rng = SplitMix64(seed: 18)
+        for _ in 0..<200 {
+            var j = Journal()
+            var model: [String] = []  // pending ids in order
+            for _ in 0..<Int.random(in: 1...120, using: &rng) {
+                let id = "O-\(Int.random(in: 0..<40, using: &rng))"
+                if Bool.random(using: &rng) {
+                    let line = j.inbox.received(.order(order(id)))
+                    if line != nil { model.append(id) }
+                    j.apply(line.map { [$0] } ?? [])
+                } else {
+                    let status: Ack.Status = [.spoken, .expired, .cancelled, .rejected].randomElement(using: &rng)!
+                    j.apply(j.inbox.delivered(Ack(id: id, status: status)).map { [$0] } ?? [])
+                    model.removeAll { $0 == id }
+                }
+            }
+            #expect(j.inbox.pending.map(\.id) == model)
+            let back = OrderInbox.decodeFile(j.file, doneMax: 50)
+            #expect(back.problems.isEmpty)
+            #expect(back.inbox.pending == j.inbox.pending)
+            #expect(back.inbox.done.map(\.id) == j.inbox.done.map(\.id))
+            // A power cut in the middle of an append: the torn record is reported, the rest kept.
+            let torn = j.file + Array(#"{"type":"order","id":"T-1","ki"#.utf8)
+            let t = OrderInbox.decodeFile(torn, doneMax: 50)
+            #expect(t.inbox.pending == j.inbox.pending)
+            #expect(t.problems.count == 1)
+            #expect(j.file.count < 200_000, "compaction bounds the file")
+        }
+    }
+
+    @Test("a redelivery of a pending order is not journaled twice; done outcomes are bounded and remembered")
+    func dedupeAndBound() {
+        var i = OrderInbox(doneMax: 3)
+        #expect(i.received(.order(order("a"))) != nil)
+        #expect(i.received(.order(order("a"))) == nil)
+        #expect(i.delivered(Ack(id: "a", status: .spoken)) != nil)
+        #expect(i.pending.isEmpty)
+        #expect(i.delivered(Ack(id: "a", status: .spoken)) == nil, "already remembered: nothing to write")
+        for n in 0..<10 { _ = i.delivered(Ack(id: "x\(n)", status: .spoken)) }
+        #expect(i.done.map(\.id) == ["x7", "x8", "x9"])
+        // A rejection frees the order (the server may resend it) but is no outcome to remember.
+        _ = i.received(.order(order("r")))
+        _ = i.delivered(Ack(id: "r", status: .rejected, reason: "queue_full"))
+        #expect(i.pending.isEmpty && !i.done.contains { $0.id == "r" })
+        _ = i.received(.cancel(id: "c"))
+        #expect(i.pending == [.cancel(id: "c")])
+    }
+
+    @Test("topics and the presence payload")
+    func topics() {
+        let t = MQTTTopics(prefix: "shop/crier", device: "kiosk-1")
+        #expect(t.orders == "shop/crier/kiosk-1/orders" && t.acks == "shop/crier/kiosk-1/acks" && t.status == "shop/crier/kiosk-1/status")
+        let on = String(decoding: MQTTTopics.statusPayload(online: true, device: "k", version: "1.2", volume: 7, protocolVersion: "5"), as: UTF8.self)
+        #expect(on == #"{"type":"status","state":"online","device":"k","version":"1.2","volume":7,"mqtt":"5"}"#)
+        let off = String(decoding: MQTTTopics.statusPayload(online: false, device: "k", version: "1.2", volume: 7, protocolVersion: "5"), as: UTF8.self)
+        #expect(off == #"{"type":"status","state":"offline","device":"k"}"#)
+    }
+
+    @Test("mqtt:// and mqtts:// addresses with their default ports; bad prefixes refused with a reason")
+    func addressesAndKeys() throws {
+        #expect(try ServerAddress(parsing: "mqtt://broker.lan").port == 1883)
+        #expect(try ServerAddress(parsing: "mqtts://broker.lan").port == 8883)
+        #expect(try ServerAddress(parsing: "MQTTS://[fd00::5]:9000").description == "mqtts://[fd00::5]:9000")
+        #expect(try ServerAddress(parsing: "tcp://h").port == 7700)
+        #expect(try ServerAddress(parsing: "mqtts://h").isEncrypted && !(try ServerAddress(parsing: "mqtt://h").isEncrypted))
+        #expect(throws: ConfigValueError.self) { try ServerAddress(parsing: "ws://h") }
+        for bad in ["mqtt.prefix = a/+/b", "mqtt.prefix = /x", "mqtt.prefix = a#", "mqtt.protocol = 4", "mqtt.session_expiry = 5", "mqtt.inbox = rel/path"] {
+            let e = ConfigParser().parse(bad + "\n", file: "t").diagnostics.filter { $0.severity == .error }
+            #expect(e.count == 1, "\(bad)")
+        }
+        let r = ConfigParser().parse("mqtt.prefix = shop/crier\nmqtt.password = hunter2\nmqtt.session_expiry = 86400\nmqtt.protocol = 3.1.1\n", file: "t")
+        #expect(r.diagnostics.isEmpty)
+        #expect(r.config.link.mqtt.prefix == "shop/crier" && r.config.link.mqtt.protocolChoice == .v311)
+        #expect(r.config.link.mqtt.password == "hunter2" && r.config.link.mqtt.sessionExpiry == 86400)
+        #expect(!r.config.rendered().contains("hunter2"), "the password is never printed")
+    }
+}

@@ -1,0 +1,528 @@
+"""The MQTT link against a real broker (Debian's mosquitto): one broker per test on 127.0.0.1,
+a port found free, its own config, password file, ACL and persistence directory in the test's
+temp dir, killed at the end. Orders go in with mosquitto_pub; acks are read by a persistent
+mosquitto_sub session (QoS 1, clean session off), as an order server would."""
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import CRIER
+from test_daemon import Proc
+
+MOSQUITTO = "/usr/sbin/mosquitto"
+pytestmark = pytest.mark.skipif(not os.path.exists(MOSQUITTO), reason="mosquitto not installed (scripts/setup.sh)")
+
+USERS = {"admin": "adminpw", "box1": "pw1", "box2": "pw2"}
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Broker:
+    def __init__(self, tmp, port=None, tls=None):
+        self.tmp = tmp
+        self.port = port or free_port()
+        self.dir = tmp / "broker"
+        self.dir.mkdir(exist_ok=True)
+        pw = self.dir / "passwd"
+        if not pw.exists():
+            first = True
+            for u, p in USERS.items():
+                subprocess.run(["mosquitto_passwd", "-b"] + (["-c"] if first else []) + [str(pw), u, p], check=True,
+                               capture_output=True)
+                first = False
+        acl = self.dir / "acl"
+        acl.write_text("user admin\ntopic readwrite crier/#\n\n"
+                       "pattern read crier/%u/orders\npattern write crier/%u/acks\npattern readwrite crier/%u/status\n")
+        conf = ["listener %d 127.0.0.1" % self.port, "allow_anonymous false", "password_file %s" % pw,
+                "acl_file %s" % acl, "persistence true", "persistence_location %s/" % self.dir,
+                "autosave_interval 1", "log_dest stderr", "log_type error", "log_type warning", "log_type notice"]
+        if os.geteuid() == 0:
+            conf.append("user root")  # else it drops to user mosquitto, who cannot read the temp dir
+        if tls:
+            conf += ["cafile %s" % tls["ca"], "certfile %s" % tls["cert"], "keyfile %s" % tls["key"]]
+        (self.dir / "mosquitto.conf").write_text("\n".join(conf) + "\n")
+        self.start()
+
+    def start(self):
+        self.p = Proc([MOSQUITTO, "-c", str(self.dir / "mosquitto.conf")])
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise AssertionError("broker did not start:\n" + "\n".join(self.p.lines()))
+
+    def stop(self, sig=signal.SIGTERM):
+        return self.p.stop(sig)
+
+    def publish(self, topic, payload, user="admin", retain=False):
+        args = ["mosquitto_pub", "-h", "127.0.0.1", "-p", str(self.port), "-u", user, "-P", USERS[user],
+                "-q", "1", "-t", topic, "-m", payload]
+        if retain:
+            args.append("-r")
+        r = subprocess.run(args, capture_output=True, text=True, timeout=20)
+        return r
+
+    def subscriber(self, topic, client_id="acker", user="admin"):
+        """A persistent session reading `topic` at QoS 1 (survives its own restarts)."""
+        p = Proc(["mosquitto_sub", "-h", "127.0.0.1", "-p", str(self.port), "-u", user, "-P", USERS[user],
+                  "-q", "1", "-c", "-i", client_id, "-v", "-t", topic])
+        time.sleep(0.5)
+        return p
+
+
+def box_conf(box, broker, device="box1", user="box1", extra="", scheme="mqtt"):
+    text = ("device.id = %s\nserver = %s://127.0.0.1:%d\nmqtt.username = %s\nmqtt.password = %s\n"
+            "state.path = %s\nlink.heartbeat = 5\nstatus.on_start = off\n%s") % (
+        device, scheme, broker.port, user, USERS.get(user, "x"), box.tmp / ("state-" + device), extra)
+    box.write_conf(text)
+
+
+def run_box(box):
+    return Proc([CRIER, "run", "--config", box.conf], env=box.env)
+
+
+def acks(sub, oid):
+    return [l for l in sub.lines("out") if '"type":"ack","id":"%s"' % oid in l]
+
+
+def order(oid, number=42, **kw):
+    extra = "".join(',"%s":%s' % (k, v if isinstance(v, int) else '"%s"' % v) for k, v in kw.items())
+    return '{"type":"order","id":"%s","kind":"new_customer","number":%d%s}' % (oid, number, extra)
+
+
+@pytest.fixture
+def broker(tmp_path):
+    b = Broker(tmp_path)
+    yield b
+    b.stop(signal.SIGKILL)
+
+
+def test_order_is_spoken_acked_once_and_presence_is_retained(box, broker):
+    sub = broker.subscriber("crier/box1/#")
+    box_conf(box, broker)
+    crier = run_box(box)
+    try:
+        crier.wait_for(r"INFO link: connected .*protocol=\"MQTT 5\"")
+        broker.publish("crier/box1/orders", order("M-1"))
+        crier.wait_for(r"INFO alert: spoken id=M-1")
+        sub.wait_for(r'crier/box1/acks \{"type":"ack","id":"M-1","status":"spoken"\}', which="out")
+        sub.wait_for(r'crier/box1/status \{"type":"status","state":"online","device":"box1","version":"[^"]+","volume":\d+,"mqtt":"5"\}', which="out")
+    finally:
+        assert crier.stop() == 0
+    sub.wait_for(r'crier/box1/status \{"type":"status","state":"offline"', which="out")
+    time.sleep(0.5)
+    sub.stop()
+    assert len(acks(sub, "M-1")) == 1, sub.lines("out")
+
+
+def test_orders_published_while_the_box_is_down_are_spoken_once_when_it_comes_back(box, broker):
+    sub = broker.subscriber("crier/box1/acks")
+    box_conf(box, broker)
+    crier = run_box(box)
+    crier.wait_for(r"INFO link: connected")
+    assert crier.stop() == 0  # the session stays on the broker
+    for i in range(3):
+        assert broker.publish("crier/box1/orders", order("D-%d" % i, number=10 + i)).returncode == 0
+    crier = run_box(box)
+    try:
+        for i in range(3):
+            crier.wait_for(r"INFO alert: spoken id=D-%d" % i, timeout=40)
+        for i in range(3):
+            sub.wait_for(r'"id":"D-%d","status":"spoken"' % i, which="out")
+        time.sleep(1)
+    finally:
+        assert crier.stop() == 0
+    sub.stop()
+    for i in range(3):
+        assert len(acks(sub, "D-%d" % i)) == 1, sub.lines("out")
+        assert len([l for l in crier.lines() if "alert: spoken id=D-%d" % i in l]) == 1
+
+
+def test_broker_restarted_with_persistence_loses_and_doubles_nothing(box, broker):
+    sub = broker.subscriber("crier/box1/acks")
+    box_conf(box, broker)
+    crier = run_box(box)
+    crier.wait_for(r"INFO link: connected")
+    assert crier.stop() == 0
+    sub.stop()
+    for i in range(3):
+        broker.publish("crier/box1/orders", order("P-%d" % i))
+    time.sleep(1.5)  # autosave_interval 1; SIGTERM saves too
+    broker.stop()
+    broker.start()
+    sub = broker.subscriber("crier/box1/acks")  # the acker's own session came back too
+    crier = run_box(box)
+    try:
+        for i in range(3):
+            crier.wait_for(r"INFO alert: spoken id=P-%d" % i, timeout=40)
+        # and the broker restarting under a connected box: it reconnects and carries on
+        broker.stop()
+        crier.wait_for(r"WARN link: connection lost")
+        broker.start()
+        crier.wait_for(r"INFO link: connected", count=2, timeout=60)
+        broker.publish("crier/box1/orders", order("P-after"))
+        crier.wait_for(r"INFO alert: spoken id=P-after", timeout=30)
+        sub2 = sub
+        sub2.wait_for(r'"id":"P-after","status":"spoken"', which="out", timeout=30)
+    finally:
+        assert crier.stop() == 0
+    sub.stop()
+    for i in range(3):
+        assert len([l for l in crier.lines() if "alert: spoken id=P-%d" % i in l]) == 1
+        # QoS 1 to the ack reader: a broker restart may hand it an ack again (its PUBACK
+        # was not saved yet); the box said the order once.
+        assert len(acks(sub, "P-%d" % i)) >= 1, sub.lines("out")
+
+
+def test_sigkill_mid_alert_is_said_again_once_and_acked_once(box, broker):
+    sub = broker.subscriber("crier/box1/acks")
+    box_conf(box, broker)
+    crier = run_box(box)
+    crier.wait_for(r"INFO link: connected")
+    long = "请到前台取餐" * 12
+    broker.publish("crier/box1/orders", '{"type":"order","id":"K-1","kind":"text","text":"%s"}' % long)
+    crier.wait_for(r"INFO alert: queued id=K-1")
+    time.sleep(0.3)
+    crier.stop(signal.SIGKILL)  # the broker has had its PUBACK: only the inbox knows the order
+    assert not [l for l in crier.lines() if "alert: spoken id=K-1" in l]
+    crier = run_box(box)
+    try:
+        crier.wait_for(r"INFO link: orders received before the restart and not yet answered will be handled again")
+        crier.wait_for(r"INFO alert: spoken id=K-1", timeout=60)
+        sub.wait_for(r'"id":"K-1","status":"spoken"', which="out", timeout=30)
+        time.sleep(1)
+    finally:
+        assert crier.stop() == 0
+    # a third start: nothing is said again
+    crier = run_box(box)
+    try:
+        crier.wait_for(r"INFO link: connected")
+        time.sleep(2)
+    finally:
+        assert crier.stop() == 0
+    assert not [l for l in crier.lines() if "alert: spoken" in l]
+    sub.stop()
+    assert len(acks(sub, "K-1")) == 1, sub.lines("out")
+
+
+def test_acl_keeps_boxes_apart_and_anonymous_is_refused(box, broker):
+    sub = broker.subscriber("crier/#")
+    # box2's credentials with box1's device id: the broker delivers none of box1's orders to it
+    box_conf(box, broker, device="box1", user="box2")
+    crier = run_box(box)
+    try:
+        crier.wait_for(r"INFO link: connected")
+        broker.publish("crier/box1/orders", order("ACL-1"))
+        time.sleep(3)
+        assert not [l for l in crier.lines() if "ACL-1" in l], "box2 read box1's order"
+    finally:
+        assert crier.stop() == 0
+    # nor can box2 publish acks for box1 (the broker drops the publish; nobody sees it)
+    r = broker.publish("crier/box1/acks", '{"type":"ack","id":"X","status":"spoken"}', user="box2")
+    assert r.returncode == 0
+    # anonymous
+    box.write_conf("device.id = box1\nserver = mqtt://127.0.0.1:%d\nstate.path = %s\nstatus.on_start = off\n" % (
+        broker.port, box.tmp / "s"))
+    crier = run_box(box)
+    try:
+        crier.wait_for(r"ERROR link: MQTT broker refused this box .*error=\"Not authorized \(code 135\)\"")
+    finally:
+        assert crier.stop() == 0
+    assert not [l for l in crier.lines() if "INFO link: connected" in l]
+    # the right box still gets it (its session was created by nobody yet: published now)
+    box_conf(box, broker, device="box1", user="box1")
+    crier = run_box(box)
+    try:
+        crier.wait_for(r"INFO link: connected")
+        broker.publish("crier/box1/orders", order("ACL-2"))
+        crier.wait_for(r"INFO alert: spoken id=ACL-2", timeout=30)
+        sub.wait_for(r'crier/box1/acks \{"type":"ack","id":"ACL-2"', which="out")
+    finally:
+        assert crier.stop() == 0
+    time.sleep(0.5)
+    sub.stop()
+    assert not [l for l in sub.lines("out") if '"id":"X"' in l], sub.lines("out")
+    assert not [l for l in sub.lines("out") if l.startswith("crier/box1/status") and "box2" in l]
+
+
+def test_broker_unreachable_at_start_is_retried_with_backoff_and_the_box_says_so(box, tmp_path):
+    port = free_port()
+    b = None
+    box.write_conf(("device.id = box1\nserver = mqtt://127.0.0.1:%d\nmqtt.username = box1\nmqtt.password = pw1\n"
+                    "state.path = %s\nstatus.link_down_after = 1\n") % (port, box.tmp / "state"))
+    crier = run_box(box)
+    try:
+        crier.wait_for(r"WARN link: cannot reach MQTT broker .*error=\"Connection refused\"")
+        crier.wait_for(r"INFO runtime: said prompt=link_down", timeout=30)
+        b = Broker(tmp_path, port=port)
+        crier.wait_for(r"INFO link: connected", timeout=60)
+    finally:
+        assert crier.stop() == 0
+        if b:
+            b.stop(signal.SIGKILL)
+    assert len([l for l in crier.lines() if "WARN link: cannot reach" in l]) == 1, "logged once, not per retry"
+
+
+def make_ca(d, name, cn_host):
+    d.mkdir()
+    run = lambda *a: subprocess.run(a, check=True, capture_output=True, cwd=d)
+    run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+        "-keyout", "ca.key", "-out", "ca.pem", "-subj", "/CN=%s CA" % name)
+    run("openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout",
+        "server.key", "-out", "server.csr", "-subj", "/CN=%s" % cn_host, "-addext", "subjectAltName=%s" % cn_host)
+    run("openssl", "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+        "-days", "2", "-copy_extensions", "copy", "-out", "server.pem")
+    return {"ca": str(d / "ca.pem"), "cert": str(d / "server.pem"), "key": str(d / "server.key")}
+
+
+def test_mqtts_verifies_the_broker_and_refuses_wrong_ca_and_wrong_host(box, tmp_path):
+    good = make_ca(tmp_path / "good", "Shop", "IP:127.0.0.1")
+    other = make_ca(tmp_path / "other", "Other", "DNS:other.example")
+    b = Broker(tmp_path, tls=good)
+    try:
+        box_conf(box, b, scheme="mqtts", extra="server.ca = %s\n" % good["ca"])
+        crier = run_box(box)
+        try:
+            crier.wait_for(r"INFO link: connected server=mqtts://127.0.0.1")
+        finally:
+            assert crier.stop() == 0
+        box_conf(box, b, scheme="mqtts", extra="server.ca = %s\n" % other["ca"])
+        crier = run_box(box)
+        try:
+            crier.wait_for(r"ERROR link: TLS verification failed for 127.0.0.1: (unable to get local issuer certificate|self-signed certificate in certificate chain) \(issuer /CN=Shop CA\)")
+        finally:
+            assert crier.stop() == 0
+        assert not [l for l in crier.lines() if "INFO link: connected" in l]
+        # pinning: the broker's own key pinned → connects; another key pinned → refused
+        pin = subprocess.run("openssl x509 -in %s -pubkey -noout | openssl pkey -pubin -outform der"
+                             " | openssl dgst -sha256 -binary | openssl base64" % good["cert"],
+                             shell=True, check=True, capture_output=True, text=True).stdout.strip()
+        other_pin = subprocess.run("openssl x509 -in %s -pubkey -noout | openssl pkey -pubin -outform der"
+                                   " | openssl dgst -sha256 -binary | openssl base64" % other["cert"],
+                                   shell=True, check=True, capture_output=True, text=True).stdout.strip()
+        box_conf(box, b, scheme="mqtts", extra="server.ca = %s\nserver.pin = sha256/%s\n" % (good["ca"], pin))
+        crier = run_box(box)
+        try:
+            crier.wait_for(r"INFO link: connected server=mqtts://127.0.0.1")
+        finally:
+            assert crier.stop() == 0
+        box_conf(box, b, scheme="mqtts", extra="server.ca = %s\nserver.pin = sha256/%s\n" % (good["ca"], other_pin))
+        crier = run_box(box)
+        try:
+            crier.wait_for(r"ERROR link: TLS pin mismatch for 127.0.0.1: the server's key sha256/%s" % re.escape(pin))
+        finally:
+            assert crier.stop() == 0
+        assert not [l for l in crier.lines() if "INFO link: connected" in l]
+    finally:
+        b.stop(signal.SIGKILL)
+    # the right CA, a certificate for another name
+    b = Broker(tmp_path, tls={"ca": other["ca"], "cert": other["cert"], "key": other["key"]})
+    try:
+        box_conf(box, b, scheme="mqtts", extra="server.ca = %s\n" % other["ca"])
+        crier = run_box(box)
+        try:
+            crier.wait_for(r"ERROR link: TLS verification failed for 127.0.0.1: IP address mismatch \(the certificate is for /CN=DNS:other.example\)")
+        finally:
+            assert crier.stop() == 0
+        assert not [l for l in crier.lines() if "INFO link: connected" in l]
+    finally:
+        b.stop(signal.SIGKILL)
+
+
+def test_order_sim_mqtt_publishes_orders_and_prints_each_ack_once(box, broker):
+    box_conf(box, broker)
+    crier = run_box(box)
+    try:
+        crier.wait_for(r"INFO link: connected")
+        r = subprocess.run([CRIER, "order-sim", "--mqtt", "mqtt://127.0.0.1:%d" % broker.port, "--device", "box1",
+                            "--username", "admin", "--password", "adminpw", "--count", "5", "--rate", "5",
+                            "--every", "0", "--no-stdin"], capture_output=True, text=True, timeout=120)
+    finally:
+        assert crier.stop() == 0
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout.splitlines()
+    orders = [l for l in out if l.startswith("order id=")]
+    acked = [l for l in out if l.startswith("ack id=") and "status=spoken device=box1" in l]
+    assert len(orders) == 5 and len(acked) == 5, out
+    assert sorted(l.split()[1] for l in orders) == sorted(l.split()[1] for l in acked)
+    done = [l for l in out if l.startswith("done ")][0]
+    assert "orders=5 spoken=5" in done and "unacked=0" in done and "duplicate_acks=0" in done, done
+    assert re.search(r"latency_p50_ms=\d+\.\d latency_p99_ms=\d+\.\d", done), done
+
+
+class Broker311:
+    """A minimal MQTT 3.1.1-only broker in this process: refuses an MQTT 5 CONNECT the way a
+    3.1.1 broker does (CONNACK return code 1), then serves one box: SUBACK, one QoS 1 order,
+    PUBACKs for whatever the box publishes, PINGRESP."""
+
+    def __init__(self, order_payload):
+        import threading
+        self.srv = socket.socket()
+        self.srv.bind(("127.0.0.1", 0))
+        self.srv.listen(4)
+        self.port = self.srv.getsockname()[1]
+        self.order = order_payload
+        self.levels, self.published = [], []
+        self.stop = False
+        self.sent = False
+        self.on_puback = None
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    @staticmethod
+    def read_packet(c):
+        h = c.recv(1)
+        if not h:
+            raise EOFError
+        mult, length = 1, 0
+        while True:
+            b = c.recv(1)[0]
+            length += (b & 127) * mult
+            mult *= 128
+            if b < 128:
+                break
+        body = b""
+        while len(body) < length:
+            chunk = c.recv(length - len(body))
+            if not chunk:
+                raise EOFError
+            body += chunk
+        return h[0], body
+
+    def serve(self):
+        self.srv.settimeout(0.5)
+        while not self.stop:
+            try:
+                c, _ = self.srv.accept()
+            except OSError:
+                continue
+            try:
+                kind, body = self.read_packet(c)
+                level = body[6]
+                self.levels.append(level)
+                if level != 4:
+                    c.sendall(b"\x20\x02\x00\x01")
+                    c.close()
+                    continue
+                c.sendall(b"\x20\x02\x00\x00")
+                while not self.stop:
+                    kind, body = self.read_packet(c)
+                    if kind & 0xF0 == 0x80:  # SUBSCRIBE
+                        c.sendall(b"\x90\x03" + body[:2] + b"\x01")
+                        if not self.sent:  # once: after our PUBACK a broker never redelivers
+                            self.sent = True
+                            topic = b"crier/box1/orders"
+                            var = len(topic).to_bytes(2, "big") + topic + b"\x00\x01" + self.order.encode()
+                            c.sendall(bytes([0x32, len(var)]) + var)
+                    elif kind == 0x40 and self.on_puback:  # the box's PUBACK for the order
+                        self.on_puback()
+                    elif kind & 0xF0 == 0x30:  # PUBLISH from the box, QoS 1
+                        tl = int.from_bytes(body[:2], "big")
+                        topic = body[2:2 + tl].decode()
+                        pid = body[2 + tl:4 + tl]
+                        self.published.append((topic, body[4 + tl:].decode()))
+                        c.sendall(b"\x40\x02" + pid)
+                    elif kind == 0xC0:
+                        c.sendall(b"\xd0\x00")
+                    elif kind == 0xE0:
+                        break
+            except (EOFError, OSError, IndexError):
+                pass
+            finally:
+                c.close()
+
+    def close(self):
+        self.stop = True
+        self.srv.close()
+
+
+def test_a_broker_that_refuses_mqtt5_gets_mqtt311_and_the_order_is_still_spoken_and_acked(box):
+    b = Broker311(order("V3-1"))
+    try:
+        box.write_conf("device.id = box1\nserver = mqtt://127.0.0.1:%d\nstate.path = %s\nstatus.on_start = off\n" % (
+            b.port, box.tmp / "state"))
+        crier = run_box(box)
+        try:
+            crier.wait_for(r"NOTICE link: broker does not speak MQTT 5; using MQTT 3.1.1")
+            crier.wait_for(r'INFO link: connected .*protocol="MQTT 3.1.1"')
+            crier.wait_for(r"INFO alert: spoken id=V3-1", timeout=30)
+            end = time.monotonic() + 10
+            while time.monotonic() < end and not [p for p in b.published if p[0] == "crier/box1/acks"]:
+                time.sleep(0.05)
+        finally:
+            assert crier.stop() == 0
+        assert b.levels[:2] == [5, 4], b.levels
+        assert ("crier/box1/acks", '{"type":"ack","id":"V3-1","status":"spoken"}') in b.published, b.published
+        assert [p for p in b.published if p[0] == "crier/box1/status" and '"mqtt":"3.1.1"' in p[1]]
+    finally:
+        b.close()
+
+
+def test_the_order_is_on_disk_before_its_puback_leaves_and_a_kill_at_that_moment_loses_nothing(box):
+    # The broker side sees the PUBACK, and at that very moment the box is killed: from then on
+    # no broker would deliver the order again. The inbox must already hold it.
+    b = Broker311(order("PA-1"))
+    inbox = box.tmp / "state.inbox"
+    seen = {}
+    try:
+        box.write_conf("device.id = box1\nserver = mqtt://127.0.0.1:%d\nstate.path = %s\nstatus.on_start = off\n"
+                       "mqtt.protocol = 3.1.1\n" % (b.port, box.tmp / "state"))
+        crier = run_box(box)
+
+        def at_puback():
+            os.kill(crier.p.pid, signal.SIGKILL)
+            seen["inbox"] = inbox.read_text() if inbox.exists() else ""
+        b.on_puback = at_puback
+        crier.p.wait(30)
+        assert '"id":"PA-1"' in seen.get("inbox", ""), seen
+        assert not [l for l in crier.lines() if "alert: spoken id=PA-1" in l]
+        b.on_puback = None
+        crier = run_box(box)
+        try:
+            crier.wait_for(r"INFO alert: spoken id=PA-1", timeout=40)
+            end = time.monotonic() + 10
+            while time.monotonic() < end and not [p for p in b.published if p[0] == "crier/box1/acks"]:
+                time.sleep(0.05)
+        finally:
+            assert crier.stop() == 0
+        assert [p for p in b.published if p[0] == "crier/box1/acks"] == [
+            ("crier/box1/acks", '{"type":"ack","id":"PA-1","status":"spoken"}')], b.published
+    finally:
+        b.close()
+
+
+def test_bad_messages_on_the_order_topic_are_refused_and_the_next_order_is_still_said(box, broker):
+    sub = broker.subscriber("crier/box1/acks")
+    box_conf(box, broker)
+    crier = run_box(box)
+    try:
+        crier.wait_for(r"INFO link: connected")
+        broker.publish("crier/box1/orders", "hello there")
+        broker.publish("crier/box1/orders", "x" * 70000)
+        broker.publish("crier/box1/orders", '{"type":"order","id":"BAD-1","kind":"new_customer","number":1000000}')
+        broker.publish("crier/box1/orders", '{"type":"ping"}')
+        broker.publish("crier/box1/orders", '{"type":"order","id":"OK-1","kind":"new_customer","number":5}')
+        crier.wait_for(r"INFO alert: spoken id=OK-1", timeout=30)
+        sub.wait_for(r'"id":"BAD-1","status":"rejected","reason":"invalid_order"', which="out")
+        sub.wait_for(r'"id":"OK-1","status":"spoken"', which="out")
+        assert crier.p.poll() is None
+    finally:
+        assert crier.stop() == 0
+    err = "\n".join(crier.lines())
+    assert "WARN link: bad message from broker" in err and "invalid JSON" in err
+    assert "message longer than 16384 bytes (70000)" in err
+    assert "only order and cancel messages belong on crier/box1/orders, got ping" in err
+    sub.stop()
