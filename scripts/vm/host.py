@@ -60,6 +60,11 @@ if os.environ.get("CRIER_VM_LD_LIBRARY_PATH"):
         shutil.copy(f, libdir)  # follows symlinks: plain files on the share
     guest_ld = "/run/crier-vm/results/lib"
 
+# mac80211_hwsim and its modules for the Wi-Fi scenario (vm-test.sh prepare_wifi): the cache is
+# under /var/cache, covered by tmpfs in the guest, so they travel in the results share too.
+if os.environ.get("CRIER_VM_WIFI_MODULES"):
+    shutil.copytree(os.environ["CRIER_VM_WIFI_MODULES"], os.path.join(res, "wifi-modules"))
+
 with open(os.path.join(res, "job.env"), "w") as f:
     f.write(f"SCENARIO='{a.scenario}'\nREPO='{a.repo}'\nCRIER_BIN='{crier_bin}'\n"
             f"CRIER_VM_BUFFER_MS='{os.environ.get('CRIER_VM_BUFFER_MS', '400')}'\n"

@@ -91,7 +91,7 @@ public struct ConfigParser: Sendable {
             guard let eq = stripped.firstIndex(of: "=") else {
                 let lower = stripped.lowercased()
                 // `server.key 00112233…` (the = forgotten) must not put the secret in a log.
-                let secret = ["server.key", "server.token"].contains { lower.hasPrefix($0) }
+                let secret = ["server.key", "server.token", "wifi.psk", "wifi.backup_psk"].contains { lower.hasPrefix($0) }
                 let shown = secret ? "\"" + String(stripped.prefix(12)) + "…\"" : ConfigValue.shown(String(stripped))
                 var m = "expected \"key = value\", got \(shown)"
                 if let colon = stripped.firstIndex(of: ":"), keys[Self.trim(stripped[..<colon]).lowercased()] != nil {
@@ -199,6 +199,26 @@ public struct ConfigParser: Sendable {
             report("supervisor.backoff_initial", other: "supervisor.backoff_max",
                    "\(ConfigValue.fmt(p.initialBackoff)) is above supervisor.backoff_max = \(ConfigValue.fmt(p.maxBackoff)); using \(ConfigValue.fmt(use))")
             c.supervision.policy.initialBackoff = use
+        }
+        // Wi-Fi without a country: the radio's channels and power are the law of the country
+        // it is in, and the "world" fallback misses channels many routers use. Wi-Fi stays off
+        // (the effective wifi.ssid is empty) until it is set, so check-config shows what runs.
+        if c.wifi.enabled && c.wifi.country == nil {
+            let key = lineOf["wifi.ssid"] != nil ? "wifi.ssid" : "wifi.backup_ssid"
+            if let l = lineOf[key] {
+                out.append((l, "wifi.country", "missing: Wi-Fi needs the country the box is in (wifi.country = GB, DE, CN, US…: it decides the legal channels and power); Wi-Fi stays off until it is set", .error))
+            }
+            c.wifi.ssid = nil
+            c.wifi.backupSSID = nil
+        }
+        if c.wifi.ssid == nil, c.wifi.psk != nil, let l = lineOf["wifi.psk"] {
+            out.append((l, "wifi.psk", "set without wifi.ssid; it is not used", .warning))
+        }
+        if c.wifi.backupSSID == nil, c.wifi.backupPSK != nil, let l = lineOf["wifi.backup_psk"] {
+            out.append((l, "wifi.backup_psk", "set without wifi.backup_ssid; it is not used", .warning))
+        }
+        if let a = c.wifi.ssid, a == c.wifi.backupSSID, let l = lineOf["wifi.backup_ssid"] {
+            out.append((l, "wifi.backup_ssid", "is the same network as wifi.ssid; a backup should be another network (e.g. a phone's hotspot)", .warning))
         }
         // Two buttons on one GPIO line. Lines set in the file are served first (in file order),
         // then the defaults: a button left on a default line someone else now uses is not
