@@ -211,11 +211,20 @@ public struct ConfigParser: Sendable {
             c.wifi.ssid = nil
             c.wifi.backupSSID = nil
         }
-        if c.wifi.ssid == nil, c.wifi.psk != nil, let l = lineOf["wifi.psk"] {
-            out.append((l, "wifi.psk", "set without wifi.ssid; it is not used", .warning))
-        }
-        if c.wifi.backupSSID == nil, c.wifi.backupPSK != nil, let l = lineOf["wifi.backup_psk"] {
-            out.append((l, "wifi.backup_psk", "set without wifi.backup_ssid; it is not used", .warning))
+        // A network without a usable password is not joined: a mistyped wifi.psk must never
+        // become an open network (a stranger's hotspot of the same name).
+        for (ssidKey, pskKey) in [("wifi.ssid", "wifi.psk"), ("wifi.backup_ssid", "wifi.backup_psk")] {
+            let primary = ssidKey == "wifi.ssid"
+            let hasSSID = primary ? c.wifi.ssid != nil : c.wifi.backupSSID != nil
+            let hasPSK = primary ? c.wifi.psk != nil : c.wifi.backupPSK != nil
+            if hasSSID && !hasPSK {
+                if let l = lineOf[ssidKey] {
+                    out.append((l, pskKey, "missing or invalid: write the network's password (8-63 characters or 64 hex digits), or `\(pskKey) = open` for a network without one; this network is not joined", .error))
+                }
+                if primary { c.wifi.ssid = nil } else { c.wifi.backupSSID = nil }
+            } else if !hasSSID && hasPSK, let l = lineOf[pskKey] {
+                out.append((l, pskKey, "set without \(ssidKey); it is not used", .warning))
+            }
         }
         if let a = c.wifi.ssid, a == c.wifi.backupSSID, let l = lineOf["wifi.backup_ssid"] {
             out.append((l, "wifi.backup_ssid", "is the same network as wifi.ssid; a backup should be another network (e.g. a phone's hotspot)", .warning))

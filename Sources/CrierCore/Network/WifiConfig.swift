@@ -27,8 +27,8 @@ public struct WifiConfig: Sendable, Equatable {
     /// The networks in priority order (the first is preferred).
     public var networks: [WifiNetwork] {
         var out: [WifiNetwork] = []
-        if let s = ssid { out.append(WifiNetwork(name: "primary", ssid: s, psk: psk, hidden: hidden)) }
-        if let s = backupSSID { out.append(WifiNetwork(name: "backup", ssid: s, psk: backupPSK, hidden: backupHidden)) }
+        if let s = ssid, let k = psk { out.append(WifiNetwork(name: "primary", ssid: s, psk: k, hidden: hidden)) }
+        if let s = backupSSID, let k = backupPSK { out.append(WifiNetwork(name: "backup", ssid: s, psk: k, hidden: backupHidden)) }
         return out
     }
 
@@ -38,9 +38,9 @@ public struct WifiConfig: Sendable, Equatable {
                   apply: { c, v throws(ConfigValueError) in c.wifi.ssid = v.isEmpty ? nil : try WifiSSID(parsing: v) },
                   render: { $0.wifi.ssid?.text ?? "" }),
         ConfigKey("wifi.psk", section: "wifi", default: "",
-                  doc: "Its password: 8-63 characters (ASCII), or the 64-hex-digit key. Empty: an open network. Never logged, never shown.",
+                  doc: "Its password: 8-63 characters (ASCII), or the 64-hex-digit key; `open` for a network without a password. Required with wifi.ssid. Never logged, never shown.",
                   apply: { c, v throws(ConfigValueError) in c.wifi.psk = v.isEmpty ? nil : try WifiPSK(parsing: v) },
-                  render: { $0.wifi.psk == nil ? "" : "(set)" }),
+                  render: { $0.wifi.psk.map { $0 == .open ? "open" : "(set)" } ?? "" }),
         ConfigKey("wifi.country", section: "wifi", default: "",
                   doc: "Country the box is in, two letters (ISO 3166, e.g. GB, DE, CN, US): decides the radio's legal channels and power. Required with wifi.ssid.",
                   apply: { c, v throws(ConfigValueError) in c.wifi.country = v.isEmpty ? nil : try WifiCountry.parse(v) },
@@ -54,9 +54,9 @@ public struct WifiConfig: Sendable, Equatable {
                   apply: { c, v throws(ConfigValueError) in c.wifi.backupSSID = v.isEmpty ? nil : try WifiSSID(parsing: v) },
                   render: { $0.wifi.backupSSID?.text ?? "" }),
         ConfigKey("wifi.backup_psk", section: "wifi", default: "",
-                  doc: "Password of the backup network, as wifi.psk. Never logged, never shown.",
+                  doc: "Password of the backup network, as wifi.psk (`open` for none). Never logged, never shown.",
                   apply: { c, v throws(ConfigValueError) in c.wifi.backupPSK = v.isEmpty ? nil : try WifiPSK(parsing: v) },
-                  render: { $0.wifi.backupPSK == nil ? "" : "(set)" }),
+                  render: { $0.wifi.backupPSK.map { $0 == .open ? "open" : "(set)" } ?? "" }),
         ConfigKey("wifi.backup_hidden", section: "wifi", default: "off",
                   doc: "on: the backup network does not broadcast its name.",
                   apply: { c, v throws(ConfigValueError) in c.wifi.backupHidden = try ConfigValue.bool(v) },
@@ -94,7 +94,7 @@ public struct WifiNetwork: Sendable, Equatable {
     /// `primary` or `backup` (the supplicant's id_str, so events say which one).
     public var name: String
     public var ssid: WifiSSID
-    public var psk: WifiPSK?
+    public var psk: WifiPSK
     public var hidden: Bool
 }
 
@@ -113,13 +113,20 @@ public struct WifiSSID: Sendable, Equatable {
     }
 }
 
-/// `wifi.psk`: a WPA passphrase (8-63 printable ASCII characters) or the 256-bit key as 64
-/// hex digits. The value never appears in a message or a log line.
+/// `wifi.psk`: a WPA passphrase (8-63 printable ASCII characters), the 256-bit key as 64
+/// hex digits, or `open` (no password: too short to be a passphrase, so never ambiguous; an
+/// empty or mistyped value is an error, never an open network). The value never appears in a
+/// message or a log line.
 public enum WifiPSK: Sendable, Equatable {
     case passphrase(String)
     case key([UInt8])
+    case open
 
     public init(parsing s: String) throws(ConfigValueError) {
+        if s.lowercased() == "open" {
+            self = .open
+            return
+        }
         let b = Array(s.utf8)
         if b.count == 64, let k = Hex.decode(s) {
             self = .key(k)
