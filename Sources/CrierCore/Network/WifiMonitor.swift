@@ -124,6 +124,7 @@ public struct WifiMonitor: Sendable, Equatable {
     /// The control socket does not answer (supplicant not started, crashed, or stopped).
     public mutating func unreachable(now: Double) {
         reachable = false
+        notFoundSince = nil
         associated = false
         associatedSince = nil
         address = nil
@@ -181,8 +182,11 @@ public struct WifiMonitor: Sendable, Equatable {
     /// When `due`/`update` must run next for a change that comes with time alone.
     public func nextDeadline(now: Double) -> Double? {
         var t: [Double] = []
-        if state != .online && state != .noAddress, let a = associatedSince, associated, address == nil { t.append(a + config.noAddressAfter) }
-        if state != .notFound, !associated, wrongKeySSID == nil, let n = notFoundSince { t.append(n + config.notFoundAfter) }
+        // Thresholds still ahead (one already passed has been applied by `update`).
+        if reachable == true, wrongKeySSID == nil {
+            if associated, address == nil, let a = associatedSince, a + config.noAddressAfter > now { t.append(a + config.noAddressAfter) }
+            if !associated, let n = notFoundSince, n + config.notFoundAfter > now { t.append(n + config.notFoundAfter) }
+        }
         if config.prompts, isProblem, let p = nextPrompt { t.append(p) }
         if pending != nil { t.append(now) }
         return t.min()
