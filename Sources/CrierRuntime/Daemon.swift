@@ -537,6 +537,8 @@ public actor Daemon {
     func wifiTick(now: Double) {
         guard var w = wifi else { return }
         if let s = w.update(now: now) { logWifi(s, w) }
+        // A server prompt waiting from before Wi-Fi knew what is wrong: the Wi-Fi one says more.
+        if w.suppressesLinkDown { statusPrompts.removeAll { $0 == .linkDown } }
         if let p = w.due(now: now) {
             // A prompt about an earlier state that is still waiting is now wrong.
             statusPrompts.removeAll { $0 != p && [.wifiConnected, .wifiWrongPassword, .wifiNotFound, .wifiNoAddress].contains($0) }
