@@ -76,7 +76,7 @@ say "AP up: hostapd ($([ "${CRIER_VM_WIFI_SAE:-0}" = 1 ] && echo WPA3-SAE || ech
 
 # --- the box ------------------------------------------------------------------------------------
 box_config() {  # $1: the passphrase crier.conf gives
-  CRIER_VM_SERVER="" crier_config "status.on_start = off" "link.heartbeat = 3" "status.link_down_after = 5" \
+  CRIER_VM_SERVER="" crier_config "status.on_start = off" "link.heartbeat = 3" "status.link_down_after = 25" \
     "status.link_down_repeat = 20" "speech.lang = en" \
     "wifi.ssid = '$SSID'" "wifi.psk = '$1'" "wifi.country = gb" "wifi.not_found_after = 5" \
     "server = tcp://$AP_IP:7700"   # after crier_config's own (empty) server line: the last wins
@@ -118,7 +118,10 @@ say "(a) wrong password logged $T_WRONG s after the supplicant started: $(grep '
 grep -q 'WRONG_KEY' "$W/wpa_supplicant-a.log" 2>/dev/null || say "note: the supplicant's own log has no WRONG_KEY line"
 wait_log "$LOG" 'INFO runtime: said prompt=wifi_wrong_password' 60 || fail "the wrong-password prompt was not said"
 say "(a) said: $(grep 'said prompt=wifi_wrong_password' "$LOG" | head -n1 | cut -d' ' -f2-) ($(elapsed "$T_SUPP") s)"
-sleep 8   # the server link is down (5 s link_down_after) meanwhile: its prompt must stay quiet
+# The server link has been down since the start: at status.link_down_after (25 s) its prompt is
+# due, and while Wi-Fi says what is wrong it must stay quiet (logged as replaced).
+wait_log "$LOG" 'order server unreachable .*replaced by the Wi-Fi prompt' 90 \
+  || fail "no 'order server unreachable ... replaced by the Wi-Fi prompt' line"
 n=$(count "$LOG" 'said prompt=link_down')
 [ "$n" = 0 ] || fail "the server's link-down prompt was said $n time(s) while Wi-Fi said the password is wrong"
 "$CRIER_BIN" status --config /tmp/crier.conf --json > "$W/status-a.json" 2>&1 || true
