@@ -71,20 +71,20 @@ public final class WpaControl: Sendable {
 
     func run() {
         var link: Link?
-        var saidUnreachable: String?
+        // One `unreachable` per outage, whatever its reasons turn out to be along the way.
+        var inOutage = false
         var nextPoll = 0.0
         while !stopped.load(ordering: .relaxed) {
             if link == nil {
                 switch open() {
                 case .success(let l):
                     link = l
-                    saidUnreachable = nil
+                    inOutage = false
                     nextPoll = 0
                 case .failure(let failure):
-                    let why = failure.text
-                    if saidUnreachable != why {
-                        saidUnreachable = why
-                        onObservation(.unreachable(why))
+                    if !inOutage {
+                        inOutage = true
+                        onObservation(.unreachable(failure.text))
                     }
                     wake.wait(timeout: retryEvery)
                     continue
@@ -99,9 +99,8 @@ public final class WpaControl: Sendable {
                     nextPoll = Monotonic.now() + pollEvery
                 } else {
                     link = nil
-                    let why = "\(path) stopped answering (STATUS)"
-                    saidUnreachable = why
-                    onObservation(.unreachable(why))
+                    inOutage = true
+                    onObservation(.unreachable("\(path) stopped answering (STATUS)"))
                     continue
                 }
             }
@@ -117,8 +116,9 @@ public final class WpaControl: Sendable {
                 }
             }
             if terminating {
+                // the supplicant said so (the monitor knows); the retries that follow are quiet
                 link = nil
-                saidUnreachable = nil
+                inOutage = true
             }
         }
         if let l = link { _ = send(l.events, "DETACH") }
