@@ -536,7 +536,13 @@ public actor Daemon {
     /// State changes go to the log, due prompts to the status prompts (one of each kind waiting).
     func wifiTick(now: Double) {
         guard var w = wifi else { return }
-        if let s = w.update(now: now) { logWifi(s, w) }
+        if let s = w.update(now: now) {
+            logWifi(s, w)
+            // Wi-Fi back: the server link gets status.link_down_after to reconnect before its
+            // failure prompt ("Wi-Fi connected", "server connection failed", "server connected"
+            // in a row was heard in the VM test).
+            if s == .online { linkPrompts.networkReturned(now: now) }
+        }
         // A server prompt waiting from before Wi-Fi knew what is wrong: the Wi-Fi one says more.
         if w.suppressesLinkDown { statusPrompts.removeAll { $0 == .linkDown } }
         if let p = w.due(now: now) {

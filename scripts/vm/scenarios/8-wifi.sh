@@ -172,6 +172,13 @@ end=$((SECONDS + 120))
 until [ "$(count "$LOG" 'INFO wifi: Wi-Fi connected')" -ge 2 ] || ((SECONDS > end)); do sleep 0.5; done
 [ "$(count "$LOG" 'INFO wifi: Wi-Fi connected')" -ge 2 ] || fail "not reconnected within 120 s of the AP coming back"
 say "(c) AP back; reconnected after $(elapsed "$T_BACK") s"
+# Wi-Fi back: the server link gets status.link_down_after to reconnect, so no "server connection
+# failed" between "Wi-Fi connected" and "server connected"
+wait_log "$LOG" 'said prompt=link_up' 1 >/dev/null || true
+end=$((SECONDS + 90))
+until [ "$(count "$LOG" 'said prompt=link_up')" -ge 2 ] || ((SECONDS > end)); do sleep 0.5; done
+after=$(awk '/INFO wifi: Wi-Fi connected/{n++} n>=2' "$LOG" | awk '/said prompt=link_up/{exit} {print}' | grep -c 'said prompt=link_down' || true)
+[ "$after" = 0 ] || fail "'server connection failed' said $after time(s) after Wi-Fi came back, before the link did"
 end=$((SECONDS + 120))
 until [ "$(count "$W/order-sim.out" 'ack .*status=spoken')" -gt "$spoken_before" ] || ((SECONDS > end)); do sleep 0.5; done
 id43=$(grep -m1 'order id=.* number=43' "$W/order-sim.out" | sed 's/.*order id=\([^ ]*\).*/\1/')
