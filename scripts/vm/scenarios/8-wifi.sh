@@ -174,7 +174,6 @@ until [ "$(count "$LOG" 'INFO wifi: Wi-Fi connected')" -ge 2 ] || ((SECONDS > en
 say "(c) AP back; reconnected after $(elapsed "$T_BACK") s"
 # Wi-Fi back: the server link gets status.link_down_after to reconnect, so no "server connection
 # failed" between "Wi-Fi connected" and "server connected"
-wait_log "$LOG" 'said prompt=link_up' 1 >/dev/null || true
 end=$((SECONDS + 90))
 until [ "$(count "$LOG" 'said prompt=link_up')" -ge 2 ] || ((SECONDS > end)); do sleep 0.5; done
 after=$(awk '/INFO wifi: Wi-Fi connected/{n++} n>=2' "$LOG" | awk '/said prompt=link_up/{exit} {print}' | grep -c 'said prompt=link_down' || true)
