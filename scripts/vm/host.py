@@ -71,7 +71,9 @@ with open(os.path.join(res, "job.env"), "w") as f:
             # the libgpiod API crier was built for (vm-test.sh's CRIER_VM_GPIOD) and, for v2,
             # where the guest finds libgpiod.so.3 (the bookworm-backports prefix, over 9p)
             f"CRIER_VM_GPIOD='{os.environ.get('CRIER_VM_GPIOD', '')}'\n"
-            f"CRIER_VM_LD_LIBRARY_PATH='{guest_ld}'\n")
+            f"CRIER_VM_LD_LIBRARY_PATH='{guest_ld}'\n"
+            # 8-wifi: 1 = the AP offers WPA3-SAE only (default WPA2-PSK)
+            f"CRIER_VM_WIFI_SAE='{os.environ.get('CRIER_VM_WIFI_SAE', '')}'\n")
 
 lock = threading.Lock()
 ctl_conn = None

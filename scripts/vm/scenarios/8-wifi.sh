@@ -16,6 +16,7 @@
 # file then uses the hex SSID and the derived PSK (WpaSupplicantConf), on a real supplicant.
 # vm-timeout: 480
 set -u
+CRIER_VM_WIFI_SAE=$(sed -n "s/^CRIER_VM_WIFI_SAE='\(.*\)'$/\1/p" "$RESULTS/job.env")
 W=$RESULTS/wifi
 mkdir -p "$W"
 LOG=$RESULTS/crier.log
