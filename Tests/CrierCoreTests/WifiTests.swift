@@ -48,8 +48,10 @@ import Testing
         #expect(!ok.config.rendered().contains("hunter2"))
         #expect(ok.config.rendered().contains("wifi.psk = (set)"))
         // the `=` forgotten: the line is shown cut, not with the secret
-        let noEq = parse("wifi.psk hunter2hunter2\n")
-        for d in noEq.diagnostics { #expect(!d.description.contains("hunter2hunter2")) }
+        let noEq = parse("wifi.psk hunter2hunter2\nwifi.backup_psk: hunter3hunter3\n")
+        #expect(noEq.errors.map(\.message) == ["expected \"key = value\", got \"wifi.psk …\"",
+                                              "expected \"key = value\", got \"wifi.backup_psk …\" (write wifi.backup_psk = …, with = rather than :)"])
+        for d in noEq.diagnostics { #expect(!d.description.contains("hunter"), "\(d.description)") }
     }
 
     @Test func countryIsRequiredAndMustBeReal() {

@@ -91,8 +91,11 @@ public struct ConfigParser: Sendable {
             guard let eq = stripped.firstIndex(of: "=") else {
                 let lower = stripped.lowercased()
                 // `server.key 00112233…` (the = forgotten) must not put the secret in a log.
-                let secret = ["server.key", "server.token", "wifi.psk", "wifi.backup_psk"].contains { lower.hasPrefix($0) }
-                let shown = secret ? "\"" + String(stripped.prefix(12)) + "…\"" : ConfigValue.shown(String(stripped))
+                let secret = ["server.key", "server.token"].contains { lower.hasPrefix($0) }
+                // A Wi-Fi password is short: not even its first characters are shown.
+                let wifiSecret = ["wifi.backup_psk", "wifi.psk"].first { lower.hasPrefix($0) }
+                let shown = wifiSecret.map { "\"\($0) …\"" }
+                    ?? (secret ? "\"" + String(stripped.prefix(12)) + "…\"" : ConfigValue.shown(String(stripped)))
                 var m = "expected \"key = value\", got \(shown)"
                 if let colon = stripped.firstIndex(of: ":"), keys[Self.trim(stripped[..<colon]).lowercased()] != nil {
                     m += " (write \(Self.trim(stripped[..<colon]).lowercased()) = …, with = rather than :)"
