@@ -513,6 +513,14 @@ public actor Daemon {
                 // Said at every failed handshake: the log shows the supplicant's retries.
                 wifiLog.warning("Wi-Fi password wrong: the WPA handshake failed (WRONG_KEY); check wifi.psk in crier.conf (case matters)",
                                 ["ssid": ssid.map { String(decoding: $0, as: UTF8.self) } ?? "?"])
+            case .authReject(let type, let transaction, let status):
+                if e.isSAEConfirmRejected {
+                    wifiLog.warning("Wi-Fi password wrong: the access point refused the WPA3 (SAE) confirm; check wifi.psk in crier.conf (case matters)",
+                                    ["status_code": status.map(String.init) ?? "?"])
+                } else {
+                    wifiLog.info("Wi-Fi authentication refused by the access point", ["auth_type": type.map(String.init) ?? "?",
+                                 "transaction": transaction.map(String.init) ?? "?", "status_code": status.map(String.init) ?? "?"])
+                }
             case .tempDisabled(let ssid, let reason):
                 wifiLog.warning("Wi-Fi network temporarily disabled by the supplicant", ["ssid": ssid.map { String(decoding: $0, as: UTF8.self) } ?? "?", "reason": reason])
             case .disconnected(let reason):

@@ -224,6 +224,12 @@ struct WifiRNG {
         #expect(WpaEvent.parse("<3>CTRL-EVENT-SSID-TEMP-DISABLED id=0 ssid=\"reason=WRONG_KEY\" auth_failures=1 duration=10 reason=CONN_FAILED")
                 == .tempDisabled(ssid: Array("reason=WRONG_KEY".utf8), reason: "CONN_FAILED"))
         #expect(WpaEvent.parse("<3>CTRL-EVENT-NETWORK-NOT-FOUND") == .networkNotFound)
+        // what wpa_supplicant 2.10 said in the VM for a wrong WPA3-SAE password (8-wifi, SAE)
+        let sae = WpaEvent.parse("<3>CTRL-EVENT-AUTH-REJECT 02:00:00:00:01:00 auth_type=3 auth_transaction=2 status_code=1")
+        #expect(sae == .authReject(authType: 3, transaction: 2, status: 1))
+        #expect(sae?.isSAEConfirmRejected == true)
+        #expect(WpaEvent.parse("<3>CTRL-EVENT-AUTH-REJECT 02:00:00:00:01:00 auth_type=3 auth_transaction=1 status_code=77")?.isSAEConfirmRejected == false)
+        #expect(WpaEvent.parse("<3>CTRL-EVENT-AUTH-REJECT 02:00:00:00:01:00 auth_type=0 auth_transaction=2 status_code=1")?.isSAEConfirmRejected == false)
         #expect(WpaEvent.parse("<3>CTRL-EVENT-DISCONNECTED bssid=02:00:00:00:01:00 reason=3 locally_generated=1") == .disconnected(reason: 3))
         #expect(WpaEvent.parse("<3>SME: Trying to authenticate with 02:00:00:00:01:00 (SSID='x' freq=2412 MHz)") == .attempt)
         #expect(WpaEvent.parse("<3>CTRL-EVENT-TERMINATING") == .terminating)
@@ -315,6 +321,18 @@ struct WifiRNG {
         #expect(m.due(now: 300) == nil)
     }
 
+    @Test func wpa3WrongPasswordIsTheRefusedSAEConfirm() {
+        var m = monitor()
+        m.observe(status: WpaStatus.parse("wpa_state=SCANNING\n"), signal: nil, now: 0)
+        m.observe(.attempt, now: 1)
+        m.observe(.authReject(authType: 3, transaction: 1, status: 77), now: 2)  // group not supported: not the password
+        #expect(m.due(now: 2) == nil)
+        m.observe(.authReject(authType: 3, transaction: 2, status: 1), now: 3)
+        #expect(m.due(now: 3) == .wifiWrongPassword)
+        m.observe(.tempDisabled(ssid: nil, reason: "CONN_FAILED"), now: 4)
+        #expect(m.state == .wrongPassword)
+    }
+
     @Test func notFoundAfterItsGraceAndNotForABlip() {
         var m = monitor()
         m.observe(.networkNotFound, now: 0)
@@ -398,7 +416,7 @@ struct WifiRNG {
                 switch rng.next() % 8 {
                 case 0: m.observe(.connected(idStr: "primary"), now: now)
                 case 1: m.observe(.disconnected(reason: 3), now: now)
-                case 2: m.observe(.wrongKey(ssid: nil), now: now)
+                case 2: m.observe(rng.next() % 2 == 0 ? .wrongKey(ssid: nil) : .authReject(authType: 3, transaction: 2, status: 1), now: now)
                 case 3: m.observe(.networkNotFound, now: now)
                 case 4: m.observe(.attempt, now: now)
                 case 5: m.observe(status: online(rng.next() % 2 == 0 ? nil : "10.0.0.9"), signal: -50, now: now)

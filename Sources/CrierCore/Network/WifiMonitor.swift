@@ -1,8 +1,9 @@
 /// What the box knows about its Wi-Fi, and what it says about it (issue 19), the way the
 /// payment speakers do: "Wi-Fi connected" once it has an address, and each problem once it is
 /// sure of it, then again every `repeatEvery` seconds while it lasts:
-/// - password wrong: the supplicant's WRONG_KEY (the 4-way handshake failed on the PSK), said
-///   at once; it stays until a network connects (the supplicant keeps retrying);
+/// - password wrong: the supplicant's WRONG_KEY (the 4-way handshake failed on the PSK), or
+///   for WPA3-SAE the AP refusing the SAE confirm; said at once; it stays until a network
+///   connects (the supplicant keeps retrying);
 /// - network not found: scans found no configured network for `notFoundAfter` seconds;
 /// - no IP address: associated for `noAddressAfter` seconds without an IPv4 address.
 /// While one of these lasts it replaces the server link's "服务连接失败" (`suppressesLinkDown`):
@@ -84,6 +85,13 @@ public struct WifiMonitor: Sendable, Equatable {
             associated = false
             associatedSince = nil
             address = nil
+        case .authReject:
+            if e.isSAEConfirmRejected {
+                wrongKeySSID = .some(nil)
+                associated = false
+                associatedSince = nil
+                address = nil
+            }
         case .tempDisabled:
             break
         case .networkNotFound:

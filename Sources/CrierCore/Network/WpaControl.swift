@@ -11,6 +11,12 @@ public enum WpaEvent: Sendable, Equatable {
     case wrongKey(ssid: [UInt8]?)
     /// CTRL-EVENT-SSID-TEMP-DISABLED with another reason (CONN_FAILED, AUTH_FAILED…).
     case tempDisabled(ssid: [UInt8]?, reason: String)
+    /// CTRL-EVENT-AUTH-REJECT bssid auth_type=N auth_transaction=N status_code=N: the AP
+    /// refused an authentication frame. For WPA3's SAE (auth_type 3) a refused confirm
+    /// (transaction 2) means the commit exchange worked but the password-derived confirm did
+    /// not verify: the password is wrong (`isSAEConfirmRejected`). Seen against hostapd: with
+    /// SAE a wrong password never gives WRONG_KEY, only this and then TEMP-DISABLED CONN_FAILED.
+    case authReject(authType: Int?, transaction: Int?, status: Int?)
     /// CTRL-EVENT-NETWORK-NOT-FOUND: a scan found none of the configured networks.
     case networkNotFound
     /// An association attempt (SME "Trying to authenticate", "Trying to associate",
@@ -34,12 +40,21 @@ public enum WpaEvent: Sendable, Equatable {
             let ssid = field("ssid", in: line)
             return reason == "WRONG_KEY" ? .wrongKey(ssid: ssid) : .tempDisabled(ssid: ssid, reason: reason)
         }
+        if line.hasPrefix("CTRL-EVENT-AUTH-REJECT") {
+            func int(_ k: String) -> Int? { field(k, in: line).flatMap { Int(String(decoding: $0, as: UTF8.self)) } }
+            return .authReject(authType: int("auth_type"), transaction: int("auth_transaction"), status: int("status_code"))
+        }
         if line.hasPrefix("CTRL-EVENT-NETWORK-NOT-FOUND") { return .networkNotFound }
         if line.hasPrefix("CTRL-EVENT-TERMINATING") { return .terminating }
         if line.hasPrefix("SME: Trying to authenticate") || line.hasPrefix("Trying to associate") || line.hasPrefix("Associated with") {
             return .attempt
         }
         return nil
+    }
+
+    public var isSAEConfirmRejected: Bool {
+        if case .authReject(3, 2, _) = self { return true }
+        return false
     }
 
     /// The value of ` key=value` in an event line; a quoted value (`ssid="…"`, printf-encoded
