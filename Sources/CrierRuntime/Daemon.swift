@@ -475,6 +475,12 @@ public actor Daemon {
         let u = pipeline.words(.prompt(name), lang: config.speech.lang)
         guard let clip = try? await pipeline.clip(u, rate: engine.config.format.rate) else { return }
         guard promptGain > 0 else { return }  // muted: prompts are silent
+        let now = Self.now()
+        wifiTick(now: now)
+        if let w = wifi, !w.stillTrue(name, linkUp: linkUp, linkDownAfter: config.status.linkDownAfter, now: now) {
+            log.info("prompt dropped: no longer true", ["prompt": name.rawValue, "wifi": w.state.rawValue, "link": linkUp ? "up" : "down"])
+            return
+        }
         currentPrompt = startClip(clip, gain: promptGain)
         let end = await waitClip()
         currentPrompt = nil

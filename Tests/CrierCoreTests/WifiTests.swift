@@ -382,6 +382,29 @@ struct WifiRNG {
         #expect(m.due(now: 151) == .wifiConnected)
     }
 
+    @Test func aPromptChosenEarlierIsCheckedAgainBeforeItPlays() {
+        var m = monitor()
+        m.observe(.networkNotFound, now: 0)
+        #expect(m.due(now: 10) == .wifiNotFound)
+        #expect(m.stillTrue(.wifiNotFound, linkUp: false, linkDownAfter: 30, now: 10))
+        #expect(!m.stillTrue(.linkDown, linkUp: false, linkDownAfter: 30, now: 10))  // replaced
+        m.observe(status: online(), signal: nil, now: 12)
+        _ = m.update(now: 12)
+        #expect(!m.stillTrue(.wifiNotFound, linkUp: false, linkDownAfter: 30, now: 12))
+        #expect(m.stillTrue(.wifiConnected, linkUp: false, linkDownAfter: 30, now: 12))
+        // Wi-Fi just came back: the link is still reconnecting
+        #expect(!m.stillTrue(.linkDown, linkUp: false, linkDownAfter: 30, now: 12))
+        #expect(!m.stillTrue(.linkDown, linkUp: false, linkDownAfter: 30, now: 41.9))
+        #expect(m.stillTrue(.linkDown, linkUp: false, linkDownAfter: 30, now: 42))
+        #expect(!m.stillTrue(.linkDown, linkUp: true, linkDownAfter: 30, now: 100))
+        // a flap: connected said, then searching again before it plays
+        m.observe(.disconnected(reason: 15), now: 13)
+        _ = m.update(now: 13)
+        #expect(!m.stillTrue(.wifiConnected, linkUp: false, linkDownAfter: 30, now: 13))
+        #expect(m.stillTrue(.linkDown, linkUp: false, linkDownAfter: 30, now: 13))
+        #expect(m.stillTrue(.volumeMax, linkUp: false, linkDownAfter: 30, now: 13))
+    }
+
     @Test func promptsOff() {
         var m = monitor { $0.prompts = false }
         m.observe(.wrongKey(ssid: nil), now: 1)

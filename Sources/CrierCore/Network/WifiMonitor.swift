@@ -200,6 +200,24 @@ public struct WifiMonitor: Sendable, Equatable {
         return t.min()
     }
 
+    /// Whether a status prompt chosen earlier still says something true at `now`, checked again
+    /// right before it plays (synthesis takes a while; Wi-Fi can change meanwhile: the VM test
+    /// heard "server connection failed" picked 0.4 s before Wi-Fi came back and played after).
+    /// A Wi-Fi prompt must match the current state; the server's link-down prompt is not said
+    /// while the link is up, while a Wi-Fi problem replaces it, or within `linkDownAfter` of
+    /// Wi-Fi coming back (the link is still reconnecting). Other prompts are always true.
+    public func stillTrue(_ p: Templates.Name, linkUp: Bool, linkDownAfter: Double, now: Double) -> Bool {
+        switch p {
+        case .wifiConnected, .wifiWrongPassword, .wifiNotFound, .wifiNoAddress:
+            return config.prompts && Self.prompt(for: state) == p
+        case .linkDown:
+            if linkUp || suppressesLinkDown { return false }
+            return !(state == .online && now - since < linkDownAfter)
+        default:
+            return true
+        }
+    }
+
     /// For `crier status` and the log: the SSID as text (invalid UTF-8 shown as U+FFFD).
     public var ssidText: String? { ssid.map { String(decoding: $0, as: UTF8.self) } }
     public var wrongKeyNetwork: String? { (wrongKeySSID ?? nil).map { String(decoding: $0, as: UTF8.self) } }
