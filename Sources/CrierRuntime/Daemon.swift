@@ -38,6 +38,7 @@ public actor Daemon {
     var current: (alert: Alert, clip: UInt64)?
     /// The prompt being said: an arriving order cuts it short (prompts never delay an order).
     var currentPrompt: UInt64?
+    var currentPromptName: Templates.Name?
     var gains = OutputGain(prompts: 1, alerts: 1, holdAlerts: false)
     /// `audio.mixer`: the volume goes to this ALSA element instead of the software gain.
     var hardwareVolume: HardwareVolume?
@@ -482,8 +483,10 @@ public actor Daemon {
             return
         }
         currentPrompt = startClip(clip, gain: promptGain)
+        currentPromptName = name
         let end = await waitClip()
         currentPrompt = nil
+        currentPromptName = nil
         log.info(end.outcome == .played ? "said" : "prompt cut short", ["prompt": name.rawValue, "text": u.text])
     }
 
@@ -555,7 +558,11 @@ public actor Daemon {
             // Wi-Fi back: the server link gets status.link_down_after to reconnect before its
             // failure prompt ("Wi-Fi connected", "server connection failed", "server connected"
             // in a row was heard in the VM test).
-            if s == .online { linkPrompts.networkReturned(now: now) }
+            if s == .online {
+                linkPrompts.networkReturned(now: now)
+                // and "server connection failed" being said right now is cut short
+                if currentPromptName == .linkDown, let id = currentPrompt { engine.stop(id: id) }
+            }
         }
         // A server prompt waiting from before Wi-Fi knew what is wrong: the Wi-Fi one says more.
         if w.suppressesLinkDown { statusPrompts.removeAll { $0 == .linkDown } }
