@@ -131,6 +131,33 @@ check "root: resolv.conf carries nothing of the build host" sh -c "test -z \"\$(
 check "root: /boot/firmware is an empty mount point" test "$(dbg 'ls -p /boot/firmware' | grep -c '^/')" = 2
 check "root: crier's serial-console drop-in" exists /etc/systemd/system/crier.service.d/10-serial-console.conf
 check "root: networkd enabled" exists /etc/systemd/system/multi-user.target.wants/systemd-networkd.service
+# Wi-Fi (docs/network.md): the supplicant, the regulatory database, the units that join the
+# network named in crier.conf, DHCP on wlan0, Debian's D-Bus supplicant masked.
+check "root: /usr/sbin/wpa_supplicant" exists /usr/sbin/wpa_supplicant
+check "root: /usr/sbin/iw" exists /usr/sbin/iw
+check "root: wireless-regdb: /usr/lib/firmware/regulatory.db-debian and .p7s-debian" sh -c "debugfs -R 'stat /usr/lib/firmware/regulatory.db-debian' '$EXT' 2>&1 | grep -q '^Inode:' && debugfs -R 'stat /usr/lib/firmware/regulatory.db.p7s-debian' '$EXT' 2>&1 | grep -q '^Inode:'"
+check "root: regulatory.db chosen (alternative /etc/alternatives/regulatory.db -> regulatory.db-debian)" sh -c "debugfs -R 'stat /etc/alternatives/regulatory.db' '$EXT' 2>/dev/null | grep -q 'Fast link dest: \"/lib/firmware/regulatory.db-debian\"'"
+check "root: crier-wifi-config.service enabled" exists /etc/systemd/system/multi-user.target.wants/crier-wifi-config.service
+check "root: crier-wpa-supplicant.service starts with wlan0" exists /etc/systemd/system/sys-subsystem-net-devices-wlan0.device.wants/crier-wpa-supplicant.service
+check "root: Debian's wpa_supplicant.service masked" sh -c "debugfs -R 'stat /etc/systemd/system/wpa_supplicant.service' '$EXT' 2>/dev/null | grep -q 'Fast link dest: \"/dev/null\"'"
+check "root: networkd: 80-wifi.network (DHCP on wlan*, route metric 600)" sh -c "debugfs -R 'cat /etc/systemd/network/80-wifi.network' '$EXT' 2>/dev/null | grep -qx 'RouteMetric=600'"
+check "root: networkd: 80-wired.network preferred (route metric 100)" sh -c "debugfs -R 'cat /etc/systemd/network/80-wired.network' '$EXT' 2>/dev/null | grep -qx 'RouteMetric=100'"
+if [ "$ARCH" = arm64 ]; then
+  # firmware-brcm80211 (non-free-firmware): the firmware of the Pi 3/Zero 2 W (43430) and
+  # Pi 3 B+/4/400/CM4 (43455) radios, and Raspberry Pi NVRAM files brcmfmac loads by board.
+  fw=/usr/lib/firmware
+  for f in cypress/cyfmac43430-sdio.bin cypress/cyfmac43430-sdio.clm_blob cypress/cyfmac43455-sdio.bin cypress/cyfmac43455-sdio.clm_blob \
+           brcm/brcmfmac43430-sdio.raspberrypi,3-model-b.txt brcm/brcmfmac43455-sdio.raspberrypi,3-model-b-plus.txt \
+           brcm/brcmfmac43455-sdio.raspberrypi,4-model-b.txt; do
+    check "root: Wi-Fi firmware $fw/$f" exists "$fw/$f"
+  done
+  for l in brcm/brcmfmac43430-sdio.bin brcm/brcmfmac43430-sdio.clm_blob brcm/brcmfmac43455-sdio.bin brcm/brcmfmac43455-sdio.clm_blob \
+           brcm/brcmfmac43430-sdio.raspberrypi,model-zero-2-w.txt brcm/brcmfmac43455-sdio.raspberrypi,4-compute-module.txt; do
+    check "root: Wi-Fi firmware link $fw/$l" sh -c "debugfs -R 'stat \"$fw/$l\"' '$EXT' 2>/dev/null | grep -q 'Fast link dest:'"
+  done
+  kver=$(dbg 'ls -p /usr/lib/modules' | awk -F/ 'NF > 5 && $6 != "." && $6 != ".." { print $6 }' | head -n1)
+  check "root: brcmfmac driver kept (not path-excluded, kernel ${kver:-?})" sh -c "debugfs -R 'ls /usr/lib/modules/${kver:-none}/kernel/drivers/net/wireless/broadcom/brcm80211/brcmfmac' '$EXT' 2>/dev/null | grep -q 'brcmfmac\.ko'"
+fi
 if exists /usr/bin/crier; then
   check "root: crier.service enabled" exists /etc/systemd/system/multi-user.target.wants/crier.service
 else

@@ -3,6 +3,7 @@
 # Debian 12 kernel booted under QEMU (TCG). See docs/vm-tests.md.
 #
 #   scripts/vm-test.sh prepare       download + build kernel, gpio-sim, initramfs (cached)
+#   scripts/vm-test.sh prepare-wifi  add the mac80211_hwsim modules to the cache (8-wifi does it)
 #   scripts/vm-test.sh smoke         boot and check the simulated hardware itself
 #   scripts/vm-test.sh SCENARIO...   run scripts/vm/scenarios/SCENARIO.sh in the VM (in order)
 #   scripts/vm-test.sh all           smoke + every numbered Crier scenario that exists
@@ -39,7 +40,8 @@ APT_LOCK=(-o DPkg::Lock::Timeout=600)
 # Host packages. The guest's userland IS the host's (root shared read-only over 9p), so the
 # tools the guest scenarios use (aplay/arecord/amixer, gpioinfo/gpioget, python3) come from here.
 HOST_PKGS=(qemu-system-x86 busybox-static cpio kmod xz-utils gcc-12 make libc6-dev
-           python3 alsa-utils gpiod socat sox)
+           python3 alsa-utils gpiod socat sox
+           hostapd wpasupplicant iw)   # the Wi-Fi scenario (8-wifi): AP, supplicant, netns moves
 ensure_host_pkgs() {
   local missing=() p
   for p in "${HOST_PKGS[@]}"; do
@@ -160,6 +162,46 @@ prepare() {
   exec 9>&-
 }
 
+# Wi-Fi (scenario 8-wifi): mac80211_hwsim and what it needs, from the same linux-image package,
+# in $KDIR/wifi (not in the initramfs: only the Wi-Fi scenario loads them, with its own
+# parameters). Prepared on first use, apart from .ready, so an existing cache is kept.
+# ccm/ctr (CCMP, WPA2), cmac (BIP, the PMF that WPA3 requires), gcm/ghash: mac80211 asks the
+# crypto API for these at run time, and the guest has no modprobe for its kernel's modules.
+WIFI_MODULES=(mac80211_hwsim ctr ccm cmac gcm ghash-generic seqiv)
+prepare_wifi() {
+  local D="$KDIR/wifi"
+  [ -f "$D/.ready" ] && return
+  exec 9>"$CRIER_CACHE/.prepare.lock"
+  flock 9
+  if [ ! -f "$D/.ready" ]; then
+    log "preparing Wi-Fi modules (mac80211_hwsim) for $KABI"
+    local W; W=$(mktemp -d "$CRIER_CACHE/wifi.XXXXXX")
+    ( cd "$W" && apt-get download -qq "linux-image-$KABI=$KVERSION" ) >"$W/download.log" 2>&1 \
+      || { cat "$W/download.log" >&2; rm -rf "$W"; die "apt-get download linux-image-$KABI failed"; }
+    dpkg -x "$W"/linux-image-*.deb "$W/root"
+    depmod -b "$W/root" "$KABI"
+    rm -rf "$D"; mkdir -p "$D"
+    local m path name
+    for m in "${WIFI_MODULES[@]}"; do
+      modprobe -d "$W/root" -S "$KABI" --show-depends "$m" | awk '$1=="insmod"{print $2}'
+    done | awk '!seen[$0]++' > "$W/paths"
+    while read -r path; do
+      name=$(basename "$path")
+      # busybox insmod takes plain modules only
+      case "$name" in
+        *.ko.xz) name=${name%.xz}; xz -dc "$path" > "$D/$name" ;;
+        *.ko.zst) name=${name%.zst}; zstd -qdc "$path" > "$D/$name" ;;
+        *) cp "$path" "$D/$name" ;;
+      esac
+      echo "$name" >> "$D/order"
+    done < "$W/paths"
+    rm -rf "$W"
+    touch "$D/.ready"
+    log "Wi-Fi modules ready: $(tr '\n' ' ' < "$D/order")"
+  fi
+  exec 9>&-
+}
+
 # The init script is part of the initramfs: rebuild only the initramfs when it changed.
 refresh_initramfs() {
   cmp -s "$VMDIR/init" "$KDIR/init.used" && return
@@ -181,16 +223,18 @@ run_scenario() {
   if [ "$name" != smoke ] && [ ! -x "$CRIER_BIN" ]; then
     log "no crier binary at $CRIER_BIN (swift build, or set CRIER_BIN)"; return 1
   fi
+  case "$name" in *wifi*) prepare_wifi; export CRIER_VM_WIFI_MODULES="$KDIR/wifi" ;; esac
   python3 "$VMDIR/host.py" --kdir "$KDIR" --repo "$ROOT" --scenario "$name"
 }
 
 main() {
   local cmd=${1:-smoke}
   case "$cmd" in
-    -h|--help|help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help|help) sed -n '2,20p' "$0"; exit 0 ;;
   esac
   prepare
   [ "$cmd" = prepare ] && exit 0
+  [ "$cmd" = prepare-wifi ] && { prepare_wifi; exit 0; }
   refresh_initramfs
   # CRIER_VM_GPIOD=1|2: the libgpiod backend under test. The guest checks that crier really
   # reads its buttons through that API (its `buttons: reading ... libgpiod=V` line). For 2,

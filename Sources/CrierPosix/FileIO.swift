@@ -60,6 +60,13 @@ public enum FileIO {
         try replace(path, bytes, mode: 0o644, sync: false)
     }
 
+    /// As `write`, readable by the owner only (0600): a file that holds a secret (the
+    /// generated wpa_supplicant configuration has the Wi-Fi password).
+    public static func writePrivate(_ path: String, _ bytes: [UInt8]) throws(SystemError) {
+        unlink(path + ".tmp")  // a leftover would keep its own, maybe wider, mode
+        try replace(path, bytes, mode: 0o600, sync: false)
+    }
+
     /// PATH.tmp written (and fsynced when `sync`), then renamed over PATH; the temporary file
     /// is removed on any failure. The one copy of this for `write` and `writeDurably`.
     static func replace(_ path: String, _ bytes: [UInt8], mode: mode_t, sync: Bool) throws(SystemError) {

@@ -88,6 +88,39 @@ public enum CheckConfigCommand {
     }
 }
 
+/// `crier wifi-config`: the wpa_supplicant configuration from crier.conf's wifi.* keys, written
+/// at every boot into /run by crier-wifi-config.service (the root is read-only; the card is what
+/// a shop edits). No Wi-Fi configured: the output is removed and the supplicant's unit, which
+/// needs the file, does not start.
+public enum WifiConfigCommand {
+    public static let defaultOutput = "/run/crier-wifi/wpa_supplicant.conf"
+
+    public static func run(configPath: String?, output: String, group: String?) -> Int32 {
+        let p = configPath ?? CrierConfig.defaultPath
+        let loaded = ConfigLoader.effective(path: p, required: configPath != nil)
+        let wifiProblems = loaded.diagnostics.filter { ($0.key ?? "").hasPrefix("wifi.") }
+        for d in wifiProblems {
+            FileIO.stderr("crier wifi-config: \(d.severity == .error ? "error" : "warning"): \(LogRecord.escape(d.description))\n")
+        }
+        let hasErrors = wifiProblems.contains { $0.severity == .error }
+        let w = loaded.config.wifi
+        guard let text = WpaSupplicantConf.render(w, group: group, source: p) else {
+            if FileIO.exists(output) { unlink(output) }
+            FileIO.stderr("crier wifi-config: Wi-Fi \(hasErrors ? "off because of the error(s) above" : "not configured (no wifi.ssid)") in \(LogRecord.escape(p)); no supplicant file written\n")
+            return hasErrors ? ExitCode.failure : ExitCode.ok
+        }
+        do throws(SystemError) {
+            try FileIO.writePrivate(output, Array(text.utf8))
+        } catch {
+            FileIO.stderr("crier wifi-config: cannot write \(output): \(error)\n")
+            return ExitCode.failure
+        }
+        let names = w.networks.map { "\"\(LogRecord.escape($0.ssid.text))\" (\($0.name)\($0.hidden ? ", hidden" : "")\($0.psk == .open ? ", open" : ""))" }
+        FileIO.stderr("crier wifi-config: wrote \(output): \(names.joined(separator: ", ")), country \(w.country ?? "?")\n")
+        return hasErrors ? ExitCode.failure : ExitCode.ok
+    }
+}
+
 public struct SayOptions: Sendable {
     public var configPath: String?
     public var lang: Lang?

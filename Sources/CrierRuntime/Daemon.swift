@@ -4,6 +4,7 @@ import CrierGPIO
 import CrierLink
 import CrierPosix
 import CrierSpeech
+import CrierSystem
 import Glibc
 import Synchronization
 
@@ -39,6 +40,7 @@ public actor Daemon {
     var current: (alert: Alert, clip: UInt64)?
     /// The prompt being said: an arriving order cuts it short (prompts never delay an order).
     var currentPrompt: UInt64?
+    var currentPromptName: Templates.Name?
     var gains = OutputGain(prompts: 1, alerts: 1, holdAlerts: false)
     /// `audio.mixer`: the volume goes to this ALSA element instead of the software gain.
     var hardwareVolume: HardwareVolume?
@@ -46,6 +48,11 @@ public actor Daemon {
 
     var linkPrompts: LinkPromptSchedule
     var linkUp: Bool { linkPrompts.up }
+    /// Wi-Fi (issue 19): the supplicant's state and what the box says about it; nil when
+    /// crier.conf configures no Wi-Fi.
+    var wifi: WifiMonitor?
+    var wpa: WpaControl?
+    let wifiLog: Logger
 
     var stopping = false
     var speakerDone: CheckedContinuation<Void, Never>?
@@ -64,6 +71,10 @@ public actor Daemon {
         var status = config.status
         if config.link.server == nil { status.onLinkDown = false }
         linkPrompts = LinkPromptSchedule(config: status, startedAt: Monotonic.now())
+        wifiLog = hub.logger("wifi")
+        if config.wifi.enabled {
+            wifi = WifiMonitor(config: config.wifi, repeatEvery: config.status.linkDownRepeat, now: Monotonic.now())
+        }
     }
 
     static func now() -> Double { Monotonic.now() }
@@ -93,6 +104,7 @@ public actor Daemon {
         } else {
             log.warning("no order server configured; set `server = tcp://HOST:PORT` in crier.conf to receive orders")
         }
+        startWifi()
         // Load the voice data now: the first synthesis of a language reads its dictionaries,
         // which should not be paid by the first order.
         let warm = pipeline
@@ -128,6 +140,7 @@ public actor Daemon {
         }
         buttonTask?.cancel()
         _ = await buttonTask?.value
+        wpa?.stop()
         link?.stop()  // flushes what it can of the acks already sent
         ackStore?.close()  // the undelivered ones wait in the file for the next start
         inboxStore?.close()
@@ -251,9 +264,13 @@ public actor Daemon {
         while !stopping {
             loopTurns &+= 1
             let now = Self.now()
+            wifiTick(now: now)
             if let p = linkPrompts.due(now: now) {
-                if !statusPrompts.contains(p) { statusPrompts.append(p) }
-                log.warning("order server unreachable", ["for": Format.fixed(now - (linkPrompts.downSince ?? now), 0) + "s"])
+                // While Wi-Fi says what is wrong ("password wrong"…), that replaces this prompt.
+                let quiet = wifi?.suppressesLinkDown == true
+                if !quiet && !statusPrompts.contains(p) { statusPrompts.append(p) }
+                log.hub.emit(.warning, log.component, "order server unreachable", [("for", Format.fixed(now - (linkPrompts.downSince ?? now), 0) + "s")]
+                             + (quiet ? [("prompt", "replaced by the Wi-Fi prompt")] : []))
             }
             for ack in queue.expire(now: now) { report(ack) }
             let held = gains.holdAlerts
@@ -274,6 +291,7 @@ public actor Daemon {
             } else {
                 var wakeAt = held ? queue.nextExpiry : queue.nextWakeup(now: now)
                 if let p = linkPrompts.nextDownPrompt { wakeAt = min(wakeAt ?? p, p) }
+                if let w = wifi?.nextDeadline(now: now) { wakeAt = min(wakeAt ?? w, w) }
                 await sleep(until: wakeAt)
             }
         }
@@ -484,10 +502,18 @@ public actor Daemon {
     func sayPrompt(_ name: Templates.Name) async {
         let u = pipeline.words(.prompt(name), lang: config.speech.lang)
         guard promptGain > 0 else { return }  // muted: prompts are silent
+        let now = Self.now()
+        wifiTick(now: now)
+        if let w = wifi, !w.stillTrue(name, linkUp: linkUp, linkDownAfter: config.status.linkDownAfter, now: now) {
+            log.info("prompt dropped: no longer true", ["prompt": name.rawValue, "wifi": w.state.rawValue, "link": linkUp ? "up" : "down"])
+            return
+        }
         let speech = startSpeech([u], gain: promptGain)
         currentPrompt = speech.id
+        currentPromptName = name
         let end = await waitClip()
         currentPrompt = nil
+        currentPromptName = nil
         // Not waited for: a cut prompt's synthesis stops at its next chunk, and the order that
         // cut it is synthesized right after it on the speech thread.
         speech.stream.cancel()
@@ -499,6 +525,116 @@ public actor Daemon {
     func cutPrompt(_ id: UInt64) {
         engine.stop(id: id)
         if currentPrompt == id { clipDone(token: expectedClip ?? 0, ClipEnd(.stopped, heardFrames: 0)) }
+    }
+
+    // MARK: Wi-Fi
+
+    func startWifi() {
+        guard let w = wifi else { return }
+        let path = w.config.controlDir + "/" + w.config.interface
+        let (stream, cont) = AsyncStream.makeStream(of: WpaControl.Observation.self)
+        let control = WpaControl(path: path) { cont.yield($0) }
+        do throws(SystemError) {
+            try control.start()
+        } catch {
+            wifiLog.error("cannot start the Wi-Fi monitor: \(error); the box joins Wi-Fi anyway but cannot say how it goes")
+            return
+        }
+        wpa = control
+        Task { for await o in stream { self.handleWifi(o) } }
+        var ssids = [w.config.ssid, w.config.backupSSID].compactMap { $0?.text }
+        ssids = ssids.map { "\"" + $0 + "\"" }
+        wifiLog.info("watching the Wi-Fi supplicant", ["socket": path, "networks": ssids.joined(separator: ","),
+                                                       "country": w.config.country ?? "?"])
+    }
+
+    func handleWifi(_ o: WpaControl.Observation) {
+        guard var w = wifi else { return }
+        let now = Self.now()
+        switch o {
+        case .event(let e, _):
+            w.observe(e, now: now)
+            switch e {
+            case .wrongKey(let ssid):
+                // Said at every failed handshake: the log shows the supplicant's retries.
+                wifiLog.warning("Wi-Fi password wrong: the WPA handshake failed (WRONG_KEY); check wifi.psk in crier.conf (case matters)",
+                                ["ssid": ssid.map { String(decoding: $0, as: UTF8.self) } ?? "?"])
+            case .authReject(let type, let transaction, let status):
+                if e.isSAEConfirmRejected {
+                    wifiLog.warning("Wi-Fi password wrong: the access point refused the WPA3 (SAE) confirm; check wifi.psk in crier.conf (case matters)",
+                                    ["status_code": status.map(String.init) ?? "?"])
+                } else {
+                    wifiLog.info("Wi-Fi authentication refused by the access point", ["auth_type": type.map(String.init) ?? "?",
+                                 "transaction": transaction.map(String.init) ?? "?", "status_code": status.map(String.init) ?? "?"])
+                }
+            case .tempDisabled(let ssid, let reason):
+                wifiLog.warning("Wi-Fi network temporarily disabled by the supplicant", ["ssid": ssid.map { String(decoding: $0, as: UTF8.self) } ?? "?", "reason": reason])
+            case .disconnected(let reason):
+                wifiLog.info("Wi-Fi disconnected", ["reason": reason.map(String.init) ?? "?"])
+            case .terminating:
+                wifiLog.warning("the Wi-Fi supplicant is exiting")
+            case .connected, .networkNotFound, .attempt:
+                break
+            }
+        case .status(let st, let signal):
+            w.observe(status: st, signal: signal, now: now)
+        case .unreachable(let why):
+            w.unreachable(now: now)
+            wifiLog.warning("Wi-Fi supplicant not reachable: \(why); retrying every 2 s (is crier-wpa-supplicant.service running? journalctl -u crier-wpa-supplicant)")
+        }
+        wifi = w
+        wifiTick(now: now)
+        poke()
+    }
+
+    /// State changes go to the log, due prompts to the status prompts (one of each kind waiting).
+    func wifiTick(now: Double) {
+        guard var w = wifi else { return }
+        if let s = w.update(now: now) {
+            logWifi(s, w)
+            // Wi-Fi back: the server link gets status.link_down_after to reconnect before its
+            // failure prompt ("Wi-Fi connected", "server connection failed", "server connected"
+            // in a row was heard in the VM test).
+            if s == .online {
+                linkPrompts.networkReturned(now: now)
+                // and "server connection failed" being said right now is cut short
+                if currentPromptName == .linkDown, let id = currentPrompt { engine.stop(id: id) }
+            }
+        }
+        // A server prompt waiting from before Wi-Fi knew what is wrong: the Wi-Fi one says more.
+        if w.suppressesLinkDown { statusPrompts.removeAll { $0 == .linkDown } }
+        if let p = w.due(now: now) {
+            // A prompt about an earlier state that is still waiting is now wrong.
+            statusPrompts.removeAll { $0 != p && [.wifiConnected, .wifiWrongPassword, .wifiNotFound, .wifiNoAddress].contains($0) }
+            if p == .wifiConnected { statusPrompts.removeAll { $0 == .linkDown } }
+            if !statusPrompts.contains(p) { statusPrompts.append(p) }
+            if w.isProblem, w.since < now - 0.001 { logWifi(w.state, w, repeat: true) }
+        }
+        wifi = w
+    }
+
+    func logWifi(_ s: WifiMonitor.State, _ w: WifiMonitor, repeat again: Bool = false) {
+        let ssid = w.ssidText ?? w.wrongKeyNetwork ?? w.config.ssid?.text ?? "?"
+        var f: [(String, String)] = [("state", s.rawValue)]
+        if again { f.append(("for", Format.fixed(Self.now() - w.since, 0) + "s")) }
+        switch s {
+        case .online:
+            wifiLog.hub.emit(.info, wifiLog.component, "Wi-Fi connected", f + [("ssid", ssid), ("network", w.network ?? "?"), ("ip", w.address ?? "?"),
+                                                        ("signal_dbm", w.signal.map(String.init) ?? "?")])
+        case .wrongPassword:
+            wifiLog.hub.emit(.warning, wifiLog.component, "Wi-Fi password wrong; check wifi.psk in crier.conf", f + [("ssid", ssid)])
+        case .notFound:
+            let names = [w.config.ssid, w.config.backupSSID].compactMap { $0?.text }.joined(separator: ",")
+            wifiLog.hub.emit(.warning, wifiLog.component, "Wi-Fi network not found; check wifi.ssid (case and spaces matter), that the router is on and in reach, and wifi.country",
+                         f + [("ssid", names), ("after", ConfigValue.fmt(w.config.notFoundAfter) + "s")])
+        case .noAddress:
+            wifiLog.hub.emit(.warning, wifiLog.component, "Wi-Fi connected but no IP address from DHCP; check the router's DHCP server",
+                         f + [("ssid", ssid), ("after", ConfigValue.fmt(w.config.noAddressAfter) + "s")])
+        case .noSupplicant:
+            wifiLog.hub.emit(.warning, wifiLog.component, "Wi-Fi supplicant not running", f)
+        case .searching, .connecting, .starting:
+            wifiLog.hub.emit(.info, wifiLog.component, "Wi-Fi \(s.rawValue)", f)
+        }
     }
 
     // MARK: buttons
@@ -628,6 +764,11 @@ public actor Daemon {
         return StatusSnapshot(version: CrierVersion.string, deviceID: config.deviceID, time: WallClock.now(),
                               uptime: Self.now() - started, components: components, link: link, lastError: lastError,
                               volume: state?.volume ?? config.buttons.volumeDefault, volumeMax: config.buttons.volumeSteps,
-                              muted: state?.muted ?? false, queueLength: queue.waitingCount, lastAlerts: lastSpoken)
+                              muted: state?.muted ?? false, queueLength: queue.waitingCount, lastAlerts: lastSpoken,
+                              wifi: wifi.map { w in
+                                  WifiStatus(state: w.state.rawValue, ssid: w.ssidText, network: w.associated ? w.network : nil,
+                                             signalDbm: w.signal, address: w.address, frequency: w.associated ? w.frequency : nil,
+                                             since: Self.now() - w.since)
+                              })
     }
 }

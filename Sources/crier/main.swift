@@ -17,6 +17,7 @@ let usage = """
       status         what the running daemon is doing (--json for machines)
       check-config   validate a config file and print the effective configuration
       config         print a fully commented example config (--example)
+      wifi-config    write wpa_supplicant's file from crier.conf's wifi.* keys (at boot)
 
     Run `crier <command> --help` for a command's options. Config: /boot/firmware/crier.conf
     unless --config FILE is given. Exit codes: 0 ok, 1 runtime failure, 2 usage error.
@@ -240,6 +241,21 @@ case "check-config":
     a.noUnknownOptions()
     guard a.rest.count <= 1 else { fail("check-config takes one FILE", help) }
     exit(CheckConfigCommand.run(path: a.rest.first ?? file))
+case "wifi-config":
+    let help = """
+        usage: crier wifi-config [--config FILE] [--output FILE] [--group NAME]
+          writes wpa_supplicant's configuration (mode 0600) from the wifi.* keys of crier.conf;
+          no wifi.ssid: removes FILE. Default output \(WifiConfigCommand.defaultOutput).
+          --group NAME   the group allowed on the control socket (ctrl_interface GROUP=)
+        """
+    var a = Args(rest: argv, help: help)
+    if a.flag("--help") { print(help); exit(0) }
+    let file = a.value("--config")
+    let output = a.value("--output") ?? WifiConfigCommand.defaultOutput
+    let group = a.value("--group")
+    a.noUnknownOptions()
+    guard a.rest.isEmpty else { fail("wifi-config takes no arguments", help) }
+    exit(WifiConfigCommand.run(configPath: file, output: output, group: group))
 case "config":
     let help = """
         usage: crier config --example | --markdown

@@ -38,4 +38,18 @@ import Testing
         s.disconnected(now: 10)  // still down since start: no effect
         #expect(s.due(now: 30) == .linkDown)
     }
+
+    @Test func networkReturnedGivesTheLinkTimeToReconnect() {
+        var s = LinkPromptSchedule(config: StatusPromptConfig(), startedAt: 0)
+        #expect(s.due(now: 30) == .linkDown)  // repeat due at 90
+        s.networkReturned(now: 85)
+        #expect(s.due(now: 90) == nil)
+        #expect(s.nextDownPrompt == 115)
+        #expect(s.due(now: 115) == .linkDown)  // still down after the grace: said
+        s.networkReturned(now: 116)  // a later due (175) is kept
+        #expect(s.nextDownPrompt == 175)
+        _ = s.connected()
+        s.networkReturned(now: 200)  // up: nothing to postpone
+        #expect(s.nextDownPrompt == nil)
+    }
 }

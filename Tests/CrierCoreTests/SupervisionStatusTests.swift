@@ -16,7 +16,18 @@ import Testing
                                   text: "新订单 \"42\" 号\n", state: "acked")])
 
     @Test func jsonIsOneStableLine() {
-        #expect(StatusFormat.json(snapshot) == #"{"version":"0.1.0","device":"kiosk-1","time":"2026-11-18T11:06:40.000Z","uptime_s":90061,"healthy":false,"components":[{"name":"audio","state":"running","restarts":0,"last_failure":null,"since_progress_s":0.0,"detail":"hw:1 open"},{"name":"link","state":"restarting","restarts":2,"last_failure":"error: connection refused","since_progress_s":null,"detail":null}],"link":{"state":"down","server":"tcp://10.0.0.5:7700","since_s":42,"detail":"connection refused"},"last_error":{"time":"2026-11-18T11:06:39.000Z","component":"link","message":"connect failed","line":"2026-11-18T11:06:39.000Z ERROR link: connect failed error=ECONNREFUSED"},"volume":6,"volume_max":10,"muted":true,"queue_length":1,"last_alerts":[{"time":"2026-11-18T11:06:30.000Z","id":"A1","lang":"zh","text":"新订单 \"42\" 号\n","state":"acked"}]}"#)
+        #expect(StatusFormat.json(snapshot) == #"{"version":"0.1.0","device":"kiosk-1","time":"2026-11-18T11:06:40.000Z","uptime_s":90061,"healthy":false,"components":[{"name":"audio","state":"running","restarts":0,"last_failure":null,"since_progress_s":0.0,"detail":"hw:1 open"},{"name":"link","state":"restarting","restarts":2,"last_failure":"error: connection refused","since_progress_s":null,"detail":null}],"link":{"state":"down","server":"tcp://10.0.0.5:7700","since_s":42,"detail":"connection refused"},"last_error":{"time":"2026-11-18T11:06:39.000Z","component":"link","message":"connect failed","line":"2026-11-18T11:06:39.000Z ERROR link: connect failed error=ECONNREFUSED"},"volume":6,"volume_max":10,"muted":true,"queue_length":1,"last_alerts":[{"time":"2026-11-18T11:06:30.000Z","id":"A1","lang":"zh","text":"新订单 \"42\" 号\n","state":"acked"}],"wifi":null}"#)
+    }
+
+    @Test func wifiInJSONHumanAndSystemdLine() {
+        var s = snapshot
+        s.wifi = WifiStatus(state: "online", ssid: "Café \"1\"", network: "backup", signalDbm: -61, address: "10.1.2.3", frequency: 2412, since: 65)
+        #expect(StatusFormat.json(s).hasSuffix(#","wifi":{"state":"online","ssid":"Café \"1\"","network":"backup","signal_dbm":-61,"ip_address":"10.1.2.3","frequency_mhz":2412,"since_s":65}}"#))
+        #expect(StatusFormat.human(s).contains("wifi: online \"Café \"1\"\" (backup), signal -61 dBm, 2412 MHz, IP 10.1.2.3 for 1m 5s\n"))
+        #expect(StatusFormat.systemdLine(s).hasPrefix("wifi online; link down;"))
+        s.wifi = WifiStatus(state: "wrong_password", ssid: nil)
+        #expect(StatusFormat.json(s).hasSuffix(#","wifi":{"state":"wrong_password","ssid":null,"network":null,"signal_dbm":null,"ip_address":null,"frequency_mhz":null,"since_s":null}}"#))
+        #expect(StatusFormat.human(s).contains("wifi: wrong_password, IP none\n"))
     }
 
     @Test func numbersAreRoundedLiterals() {

@@ -31,6 +31,15 @@ if [ -e "$root/usr/sbin/sshd" ]; then echo "customize-system: sshd must not be i
 #    itself, and wait-online would add up to 2 min to a boot without a cable.
 in_root systemctl enable systemd-networkd.service systemd-resolved.service systemd-timesyncd.service
 in_root systemctl disable systemd-networkd-wait-online.service 2>/dev/null || true
+#    Wi-Fi (docs/network.md): crier-wifi-config.service writes the supplicant's file from
+#    crier.conf into /run at each boot; crier-wpa-supplicant.service runs wpa_supplicant on
+#    wlan0 when it appears; 80-wifi.network does DHCP on it. Debian's own D-Bus-activated
+#    wpa_supplicant.service (and its @ templates reading /etc, read-only here) are masked: one
+#    supplicant per radio.
+if [ -x "$root/usr/sbin/wpa_supplicant" ]; then
+  in_root systemctl enable crier-wifi-config.service crier-wpa-supplicant.service
+  in_root systemctl mask wpa_supplicant.service
+fi
 
 # 5. A kiosk changes nothing behind the shop's back: no unattended apt runs, no periodic scrubs.
 for t in apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer e2scrub_reap.service; do

@@ -60,13 +60,20 @@ if os.environ.get("CRIER_VM_LD_LIBRARY_PATH"):
         shutil.copy(f, libdir)  # follows symlinks: plain files on the share
     guest_ld = "/run/crier-vm/results/lib"
 
+# mac80211_hwsim and its modules for the Wi-Fi scenario (vm-test.sh prepare_wifi): the cache is
+# under /var/cache, covered by tmpfs in the guest, so they travel in the results share too.
+if os.environ.get("CRIER_VM_WIFI_MODULES"):
+    shutil.copytree(os.environ["CRIER_VM_WIFI_MODULES"], os.path.join(res, "wifi-modules"))
+
 with open(os.path.join(res, "job.env"), "w") as f:
     f.write(f"SCENARIO='{a.scenario}'\nREPO='{a.repo}'\nCRIER_BIN='{crier_bin}'\n"
             f"CRIER_VM_BUFFER_MS='{os.environ.get('CRIER_VM_BUFFER_MS', '400')}'\n"
             # the libgpiod API crier was built for (vm-test.sh's CRIER_VM_GPIOD) and, for v2,
             # where the guest finds libgpiod.so.3 (the bookworm-backports prefix, over 9p)
             f"CRIER_VM_GPIOD='{os.environ.get('CRIER_VM_GPIOD', '')}'\n"
-            f"CRIER_VM_LD_LIBRARY_PATH='{guest_ld}'\n")
+            f"CRIER_VM_LD_LIBRARY_PATH='{guest_ld}'\n"
+            # 8-wifi: 1 = the AP offers WPA3-SAE only (default WPA2-PSK)
+            f"CRIER_VM_WIFI_SAE='{os.environ.get('CRIER_VM_WIFI_SAE', '')}'\n")
 
 lock = threading.Lock()
 ctl_conn = None

@@ -92,7 +92,10 @@ public struct ConfigParser: Sendable {
                 let lower = stripped.lowercased()
                 // `server.key 00112233…` (the = forgotten) must not put the secret in a log.
                 let secret = ["server.key", "server.token"].contains { lower.hasPrefix($0) }
-                let shown = secret ? "\"" + String(stripped.prefix(12)) + "…\"" : ConfigValue.shown(String(stripped))
+                // A Wi-Fi password is short: not even its first characters are shown.
+                let wifiSecret = ["wifi.backup_psk", "wifi.psk"].first { lower.hasPrefix($0) }
+                let shown = wifiSecret.map { "\"\($0) …\"" }
+                    ?? (secret ? "\"" + String(stripped.prefix(12)) + "…\"" : ConfigValue.shown(String(stripped)))
                 var m = "expected \"key = value\", got \(shown)"
                 if let colon = stripped.firstIndex(of: ":"), keys[Self.trim(stripped[..<colon]).lowercased()] != nil {
                     m += " (write \(Self.trim(stripped[..<colon]).lowercased()) = …, with = rather than :)"
@@ -199,6 +202,35 @@ public struct ConfigParser: Sendable {
             report("supervisor.backoff_initial", other: "supervisor.backoff_max",
                    "\(ConfigValue.fmt(p.initialBackoff)) is above supervisor.backoff_max = \(ConfigValue.fmt(p.maxBackoff)); using \(ConfigValue.fmt(use))")
             c.supervision.policy.initialBackoff = use
+        }
+        // Wi-Fi without a country: the radio's channels and power are the law of the country
+        // it is in, and the "world" fallback misses channels many routers use. Wi-Fi stays off
+        // (the effective wifi.ssid is empty) until it is set, so check-config shows what runs.
+        if c.wifi.enabled && c.wifi.country == nil {
+            let key = lineOf["wifi.ssid"] != nil ? "wifi.ssid" : "wifi.backup_ssid"
+            if let l = lineOf[key] {
+                out.append((l, "wifi.country", "missing: Wi-Fi needs the country the box is in (wifi.country = GB, DE, CN, US…: it decides the legal channels and power); Wi-Fi stays off until it is set", .error))
+            }
+            c.wifi.ssid = nil
+            c.wifi.backupSSID = nil
+        }
+        // A network without a usable password is not joined: a mistyped wifi.psk must never
+        // become an open network (a stranger's hotspot of the same name).
+        for (ssidKey, pskKey) in [("wifi.ssid", "wifi.psk"), ("wifi.backup_ssid", "wifi.backup_psk")] {
+            let primary = ssidKey == "wifi.ssid"
+            let hasSSID = primary ? c.wifi.ssid != nil : c.wifi.backupSSID != nil
+            let hasPSK = primary ? c.wifi.psk != nil : c.wifi.backupPSK != nil
+            if hasSSID && !hasPSK {
+                if let l = lineOf[ssidKey] {
+                    out.append((l, pskKey, "missing or invalid: write the network's password (8-63 characters or 64 hex digits), or `\(pskKey) = open` for a network without one; this network is not joined", .error))
+                }
+                if primary { c.wifi.ssid = nil } else { c.wifi.backupSSID = nil }
+            } else if !hasSSID && hasPSK, let l = lineOf[pskKey] {
+                out.append((l, pskKey, "set without \(ssidKey); it is not used", .warning))
+            }
+        }
+        if let a = c.wifi.ssid, a == c.wifi.backupSSID, let l = lineOf["wifi.backup_ssid"] {
+            out.append((l, "wifi.backup_ssid", "is the same network as wifi.ssid; a backup should be another network (e.g. a phone's hotspot)", .warning))
         }
         // Two buttons on one GPIO line. Lines set in the file are served first (in file order),
         // then the defaults: a button left on a default line someone else now uses is not

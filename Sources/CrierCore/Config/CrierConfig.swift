@@ -210,6 +210,7 @@ public struct CrierConfig: Sendable, Equatable {
     public var buttons = ButtonsConfig()
     public var log = LogConfig()
     public var supervision = SupervisionConfig()
+    public var wifi = WifiConfig()
 
     public init() {}
 
@@ -218,6 +219,7 @@ public struct CrierConfig: Sendable, Equatable {
     /// Every key, in the order docs and `crier check-config` print them.
     public static let schema: [ConfigKey] = generalKeys + audioKeys + speechKeys + Templates.keys + AlertConfig.keys
         + StatusPromptConfig.keys + ButtonsConfig.keys + logKeys + SupervisionConfig.keys + MQTTConfig.keys
+        + WifiConfig.keys
 
     /// The effective configuration as `key = value` lines, keys in schema order.
     public func rendered(schema: [ConfigKey] = CrierConfig.schema) -> String {

@@ -30,6 +30,14 @@ public struct LinkPromptSchedule: Sendable, Equatable {
         nextDownPrompt = config.onLinkDown ? now + config.linkDownAfter : nil
     }
 
+    /// The network under the link has just come back (Wi-Fi connected): the link needs a
+    /// moment to reconnect, so a failure prompt due before `now + linkDownAfter` waits until
+    /// then (said only if the link is still down). Nothing changes while the link is up.
+    public mutating func networkReturned(now: Double) {
+        guard !up, let next = nextDownPrompt else { return }
+        nextDownPrompt = max(next, now + config.linkDownAfter)
+    }
+
     /// The failure prompt when it is due at `now` (and schedules the repeat).
     public mutating func due(now: Double) -> Templates.Name? {
         guard !up, let next = nextDownPrompt, now >= next else { return nil }

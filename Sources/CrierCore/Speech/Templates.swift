@@ -13,6 +13,10 @@ public struct Templates: Sendable, Equatable {
         case volumeMin = "volume_min"
         case muteEnded = "mute_ended"
         case noOrders = "no_orders"
+        case wifiConnected = "wifi_connected"
+        case wifiWrongPassword = "wifi_wrong_password"
+        case wifiNotFound = "wifi_not_found"
+        case wifiNoAddress = "wifi_no_address"
     }
 
     public var table: [Lang: [Name: String]] = Templates.defaults
@@ -32,6 +36,10 @@ public struct Templates: Sendable, Equatable {
             .volumeMin: "音量最小",
             .muteEnded: "静音已结束",
             .noOrders: "暂无订单",
+            .wifiConnected: "无线网络已连接",
+            .wifiWrongPassword: "无线网络密码错误",
+            .wifiNotFound: "未找到无线网络",
+            .wifiNoAddress: "无线网络未获取到地址",
         ],
         .en: [
             .newCustomer: "New customer, number {number}",
@@ -45,6 +53,10 @@ public struct Templates: Sendable, Equatable {
             .volumeMin: "Minimum volume",
             .muteEnded: "Mute ended",
             .noOrders: "No orders yet",
+            .wifiConnected: "Wi-Fi connected",
+            .wifiWrongPassword: "Wi-Fi password wrong",
+            .wifiNotFound: "Wi-Fi network not found",
+            .wifiNoAddress: "Wi-Fi connected, but no IP address",
         ],
     ]
 

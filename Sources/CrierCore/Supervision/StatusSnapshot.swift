@@ -18,10 +18,12 @@ public struct StatusSnapshot: Sendable, Equatable {
     public var queueLength: Int
     /// The most recent alerts, newest first: the box's "now playing".
     public var lastAlerts: [AlertSummary]
+    /// nil: Wi-Fi not configured.
+    public var wifi: WifiStatus?
 
     public init(version: String, deviceID: String, time: WallTime, uptime: Double, components: [ComponentStatus],
                 link: LinkStatus, lastError: LogRecord? = nil, volume: Int, volumeMax: Int, muted: Bool,
-                queueLength: Int, lastAlerts: [AlertSummary] = []) {
+                queueLength: Int, lastAlerts: [AlertSummary] = [], wifi: WifiStatus? = nil) {
         self.version = version
         self.deviceID = deviceID
         self.time = time
@@ -34,6 +36,7 @@ public struct StatusSnapshot: Sendable, Equatable {
         self.muted = muted
         self.queueLength = queueLength
         self.lastAlerts = lastAlerts
+        self.wifi = wifi
     }
 
     /// Every component running and on time.
@@ -54,6 +57,32 @@ public struct LinkStatus: Sendable, Equatable {
         self.server = server
         self.since = since
         self.detail = detail
+    }
+}
+
+/// The Wi-Fi part of `crier status`.
+public struct WifiStatus: Sendable, Equatable {
+    /// `WifiMonitor.State`'s words: online, connecting, searching, not_found, wrong_password,
+    /// no_address, no_supplicant, starting.
+    public var state: String
+    public var ssid: String?
+    /// `primary` or `backup`.
+    public var network: String?
+    public var signalDbm: Int?
+    public var address: String?
+    public var frequency: Int?
+    /// Seconds in this state.
+    public var since: Double?
+
+    public init(state: String, ssid: String? = nil, network: String? = nil, signalDbm: Int? = nil,
+                address: String? = nil, frequency: Int? = nil, since: Double? = nil) {
+        self.state = state
+        self.ssid = ssid
+        self.network = network
+        self.signalDbm = signalDbm
+        self.address = address
+        self.frequency = frequency
+        self.since = since
     }
 }
 
@@ -114,6 +143,13 @@ public enum StatusFormat {
             ("link", .object(link)), ("last_error", lastError), ("volume", int(s.volume)),
             ("volume_max", int(s.volumeMax)), ("muted", .bool(s.muted)), ("queue_length", int(s.queueLength)),
             ("last_alerts", .array(alerts)),
+            ("wifi", s.wifi.map { w in
+                .object(JSONObject([
+                    ("state", .string(w.state)), ("ssid", str(w.ssid)), ("network", str(w.network)),
+                    ("signal_dbm", w.signalDbm.map(int) ?? .null), ("ip_address", str(w.address)),
+                    ("frequency_mhz", w.frequency.map(int) ?? .null), ("since_s", num(w.since, 0)),
+                ]))
+            } ?? .null),
         ])
         return String(decoding: JSON.write(.object(o)), as: UTF8.self)
     }
@@ -129,6 +165,16 @@ public enum StatusFormat {
         if let since = s.link.since { link += " for \(duration(since))" }
         if let d = s.link.detail { link += " (\(LogRecord.escape(d)))" }
         out += link + "\n"
+        if let w = s.wifi {
+            var line = "wifi: \(w.state)"
+            if let ssid = w.ssid { line += " \"\(LogRecord.escape(ssid))\"" }
+            if let n = w.network { line += " (\(n))" }
+            if let d = w.signalDbm { line += ", signal \(d) dBm" }
+            if let f = w.frequency { line += ", \(f) MHz" }
+            line += ", IP " + (w.address ?? "none")
+            if let since = w.since { line += " for \(duration(since))" }
+            out += line + "\n"
+        }
         out += "volume: \(s.volume)/\(s.volumeMax)\(s.muted ? " (muted)" : "")\n"
         out += "queue: \(s.queueLength) waiting\n"
         out += "components:\n"
@@ -154,7 +200,7 @@ public enum StatusFormat {
 
     /// systemd's STATUS line: `link up; volume 6/10; 0 queued`, plus what is down.
     public static func systemdLine(_ s: StatusSnapshot) -> String {
-        var parts = ["link \(s.link.state)", "volume \(s.volume)/\(s.volumeMax)\(s.muted ? " muted" : "")",
+        var parts = (s.wifi.map { ["wifi \($0.state)"] } ?? []) + ["link \(s.link.state)", "volume \(s.volume)/\(s.volumeMax)\(s.muted ? " muted" : "")",
                      "\(s.queueLength) queued"]
         let down = s.components.filter { $0.state != .running }.map(\.name)
         if !down.isEmpty { parts.append("down: " + down.joined(separator: ",")) }
