@@ -17,6 +17,8 @@ public struct Mixer: Sendable {
         /// Frame within the clip where that fade-out began: what came before was heard in full.
         var stoppedFrom: Int?
         var gain: Float
+        /// Whether background music ducks under it (alerts and prompts do, the volume click not).
+        var ducks = true
     }
 
     public let format: AudioFormat
@@ -41,9 +43,12 @@ public struct Mixer: Sendable {
     public var isIdle: Bool { voices.isEmpty }
     public var activeIDs: [UInt64] { voices.map(\.id) }
 
-    public mutating func add(id: UInt64, clip: Clip, gain: Double = 1) {
-        voices.append(Voice(id: id, clip: clip, gain: Float(gain)))
+    public mutating func add(id: UInt64, clip: Clip, gain: Double = 1, ducks: Bool = true) {
+        voices.append(Voice(id: id, clip: clip, gain: Float(gain), ducks: ducks))
     }
+
+    /// A voice that ducks the music is playing.
+    public var wantsDuck: Bool { voices.contains { $0.ducks } }
 
     /// Fades the voice out from its current position; it finishes (and is reported) after the fade.
     public mutating func stop(id: UInt64) {
@@ -77,10 +82,13 @@ public struct Mixer: Sendable {
     }
 
     /// Renders `frames` frames of interleaved S16 into `out` (count ≥ frames × channels).
-    public mutating func render(into out: UnsafeMutableBufferPointer<Int16>, frames: Int) -> Rendered {
+    /// `music`: interleaved music frames at this format, already levelled and ducked
+    /// (`MusicMix`), added to the speech before the master gain and the headroom.
+    public mutating func render(into out: UnsafeMutableBufferPointer<Int16>, frames: Int,
+                                music: UnsafeBufferPointer<Float>? = nil) -> Rendered {
         var result = Rendered()
         let ch = format.channels
-        if voices.isEmpty && gain == targetGain {
+        if voices.isEmpty && gain == targetGain && music == nil {
             for i in 0..<(frames * ch) { out[i] = 0 }
             return result
         }
@@ -121,6 +129,14 @@ public struct Mixer: Sendable {
         for f in 0..<frames {
             if g != targetGain {
                 g = g < targetGain ? min(targetGain, g + gainStep) : max(targetGain, g - gainStep)
+            }
+            if let m = music {
+                for c in 0..<ch {
+                    var x = (acc[f] + m[f * ch + c]) * g * scale
+                    if x > 32767 { x = 32767; clamped += 1 } else if x < -32768 { x = -32768; clamped += 1 }
+                    out[f * ch + c] = Int16(x.rounded())
+                }
+                continue
             }
             var x = acc[f] * g * scale
             if x > 32767 { x = 32767; clamped += 1 } else if x < -32768 { x = -32768; clamped += 1 }

@@ -200,6 +200,7 @@ public struct CrierConfig: Sendable, Equatable {
     public var buttons = ButtonsConfig()
     public var log = LogConfig()
     public var supervision = SupervisionConfig()
+    public var music = MusicConfig()
 
     public init() {}
 
@@ -207,7 +208,7 @@ public struct CrierConfig: Sendable, Equatable {
 
     /// Every key, in the order docs and `crier check-config` print them.
     public static let schema: [ConfigKey] = generalKeys + audioKeys + speechKeys + Templates.keys + AlertConfig.keys
-        + StatusPromptConfig.keys + ButtonsConfig.keys + logKeys + SupervisionConfig.keys
+        + StatusPromptConfig.keys + ButtonsConfig.keys + logKeys + SupervisionConfig.keys + MusicConfig.keys
 
     /// The effective configuration as `key = value` lines, keys in schema order.
     public func rendered(schema: [ConfigKey] = CrierConfig.schema) -> String {
