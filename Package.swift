@@ -48,6 +48,11 @@ let package = Package(
         .systemLibrary(name: "CGPIOD", pkgConfig: "libgpiod", providers: [.apt(["libgpiod-dev"])]),
         .systemLibrary(name: "CEspeakNG", providers: [.apt(["libespeak-ng-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // Background music (docs/music.md): one shim and one thin adapter per library.
+        .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
+        .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CMpg123", pkgConfig: "libmpg123", providers: [.apt(["libmpg123-dev"])]),
 
         .target(name: "CrierCore"),
         .target(name: "CrierPosix", dependencies: ["CrierCore"]),
@@ -56,8 +61,13 @@ let package = Package(
         .target(name: "CrierGPIO", dependencies: ["CrierCore", "CrierPosix", "CGPIOD"], swiftSettings: gpiodSettings),
         .target(name: "CrierLink", dependencies: ["CrierCore", "CrierPosix", "COpenSSL"]),
         .target(name: "CrierSystem", dependencies: ["CrierCore", "CrierPosix"]),
+        .target(name: "CrierMusicFile", dependencies: ["CrierCore", "CSndfile"]),
+        .target(name: "CrierSoxr", dependencies: ["CSoxr"]),
+        .target(name: "CrierHTTP", dependencies: ["CrierCore", "CCurl"]),
+        .target(name: "CrierMP3", dependencies: ["CMpg123"]),
+        .target(name: "CrierMusic", dependencies: ["CrierCore", "CrierPosix", "CrierMusicFile", "CrierSoxr", "CrierHTTP", "CrierMP3"]),
         .target(name: "CrierRuntime", dependencies: [
-            "CrierCore", "CrierPosix", "CrierAudio", "CrierSpeech", "CrierGPIO", "CrierLink", "CrierSystem",
+            "CrierCore", "CrierPosix", "CrierAudio", "CrierSpeech", "CrierGPIO", "CrierLink", "CrierSystem", "CrierMusic",
         ]),
         .executableTarget(name: "crier", dependencies: ["CrierRuntime", "CrierCore", "CrierPosix", "CrierLink"]),
 
@@ -68,6 +78,7 @@ let package = Package(
         .testTarget(name: "CrierLinkTests", dependencies: ["CrierLink", "CrierCore", "CrierPosix"]),
         .testTarget(name: "CrierSystemTests", dependencies: ["CrierSystem", "CrierCore", "CrierPosix"]),
         .testTarget(name: "CrierPosixTests", dependencies: ["CrierPosix"]),
+        .testTarget(name: "CrierMusicTests", dependencies: ["CrierMusic", "CrierMusicFile", "CrierAudio", "CrierCore", "CrierPosix"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -70,6 +70,7 @@ public enum RunCommand {
             var parts: [any SupervisedComponent] = [AudioComponent(daemon: daemon), SpeechComponent(daemon: daemon, deadline: config.speech.deadline)]
             if config.link.server != nil { parts.append(LinkComponent(daemon: daemon, heartbeat: config.link.heartbeat)) }
             parts.append(ButtonsComponent(daemon: daemon))
+            if config.music.enabled { parts.append(MusicComponent(daemon: daemon)) }
             supervisor = try Supervisor(components: parts,
                                         options: config.supervision.options, log: hub.logger("supervisor"))
         } catch {
@@ -274,6 +275,23 @@ struct AudioComponent: SupervisedComponent {
 
     func requestStop(_ reason: StopReason) {
         if reason == .stalled { Task { await daemon.replaceAudioEngine() } }
+    }
+}
+
+/// The music thread: it reconnects and retries by itself; one that stops going round (a
+/// decoder or a network call stuck in C) is replaced, and the alerts never wait for it.
+struct MusicComponent: SupervisedComponent {
+    let daemon: Daemon
+    var name: String { "music" }
+    // Longer than the longest legitimate silence of its loop: a connect timeout (10 s).
+    var stallDeadline: Double? { 20 }
+
+    func run(progress: ProgressHandle) async throws {
+        await progress.follow(every: 1) { daemon.musicProgress() }
+    }
+
+    func requestStop(_ reason: StopReason) {
+        if reason == .stalled { Task { await daemon.replaceMusic() } }
     }
 }
 

@@ -81,6 +81,16 @@ public struct Mixer: Sendable {
         }
     }
 
+    /// Renders the music block alone, the clips waiting where they are: the self-paced
+    /// device's catch-up to "now" before a new clip starts.
+    public mutating func renderMusicOnly(into out: UnsafeMutableBufferPointer<Int16>, frames: Int, music: UnsafeBufferPointer<Float>) -> Rendered {
+        let waiting = voices
+        voices = []
+        let r = render(into: out, frames: frames, music: music)
+        voices = waiting
+        return r
+    }
+
     /// Renders `frames` frames of interleaved S16 into `out` (count ≥ frames × channels).
     /// `music`: interleaved music frames at this format, already levelled and ducked
     /// (`MusicMix`), added to the speech before the master gain and the headroom.

@@ -18,6 +18,8 @@ public struct StatusSnapshot: Sendable, Equatable {
     public var queueLength: Int
     /// The most recent alerts, newest first: the box's "now playing".
     public var lastAlerts: [AlertSummary]
+    /// Background music; nil when `music.source = off`.
+    public var music: MusicStatus?
 
     public init(version: String, deviceID: String, time: WallTime, uptime: Double, components: [ComponentStatus],
                 link: LinkStatus, lastError: LogRecord? = nil, volume: Int, volumeMax: Int, muted: Bool,
@@ -54,6 +56,42 @@ public struct LinkStatus: Sendable, Equatable {
         self.server = server
         self.since = since
         self.detail = detail
+    }
+}
+
+/// What the music is doing (docs/music.md).
+public struct MusicStatus: Sendable, Equatable {
+    /// `files`, `stream` or `fifo`.
+    public var kind: String
+    /// `playing`, `connecting`, `reconnecting`, `waiting for the player`, `no files`, …
+    public var state: String
+    public var title: String?
+    /// File, URL or `fifo:PATH`.
+    public var location: String?
+    /// music.level_db, and whether mute (or the level) silences it now.
+    public var levelDb: Double
+    public var silenced: Bool
+    public var ducked: Bool
+
+    public init(kind: String, state: String, title: String? = nil, location: String? = nil, levelDb: Double, silenced: Bool, ducked: Bool) {
+        self.kind = kind
+        self.state = state
+        self.title = title
+        self.location = location
+        self.levelDb = levelDb
+        self.silenced = silenced
+        self.ducked = ducked
+    }
+
+    /// `playing "Song" (stream http://…), level -12 dB, ducked`.
+    public var line: String {
+        var out = state
+        if let t = title { out += " \"" + LogRecord.sanitize(t) + "\"" }
+        if let l = location { out += " (\(kind) \(LogRecord.escape(l)))" } else { out += " (\(kind))" }
+        out += ", level \(Format.fixed(levelDb, 0)) dB"
+        if silenced { out += ", muted" }
+        out += ducked ? ", ducked" : ", not ducked"
+        return out
     }
 }
 
@@ -114,6 +152,13 @@ public enum StatusFormat {
             ("link", .object(link)), ("last_error", lastError), ("volume", int(s.volume)),
             ("volume_max", int(s.volumeMax)), ("muted", .bool(s.muted)), ("queue_length", int(s.queueLength)),
             ("last_alerts", .array(alerts)),
+            ("music", s.music.map { m in
+                .object(JSONObject([
+                    ("kind", .string(m.kind)), ("state", .string(m.state)), ("title", str(m.title)),
+                    ("location", str(m.location)), ("level_db", num(m.levelDb, 1)), ("muted", .bool(m.silenced)),
+                    ("ducked", .bool(m.ducked)),
+                ]))
+            } ?? .null),
         ])
         return String(decoding: JSON.write(.object(o)), as: UTF8.self)
     }
@@ -131,6 +176,7 @@ public enum StatusFormat {
         out += link + "\n"
         out += "volume: \(s.volume)/\(s.volumeMax)\(s.muted ? " (muted)" : "")\n"
         out += "queue: \(s.queueLength) waiting\n"
+        if let m = s.music { out += "music: \(m.line)\n" }
         out += "components:\n"
         let width = s.components.map(\.name.count).max() ?? 0
         for c in s.components {

@@ -1,0 +1,245 @@
+"""Background music (docs/music.md): the real daemon with a music source, ALSA's file plugin as
+the sound card, and the capture decoded. The music is a 15 kHz tone made by sox: speech is
+resampled from 22050 Hz with a cutoff near 10 kHz, so a lock-in at 15 kHz sees the music alone
+and a notch at 15 kHz leaves the speech alone."""
+import json
+import math
+import os
+import re
+import subprocess
+import threading
+import time
+
+from conftest import CRIER, read_wav, rms
+from test_daemon import Proc
+
+TONE = 15000.0
+
+
+def make_tone(path, seconds, hz=TONE, rate=44100, channels=2, vol=0.5):
+    subprocess.run(["sox", "-n", "-r", str(rate), "-c", str(channels), "-b", "16", path, "synth", str(seconds),
+                    "sine", str(hz), "vol", str(vol)], check=True)
+
+
+def tone_levels(x, rate, hz=TONE, win=0.002):
+    """Amplitude of the `hz` component in consecutive windows of `win` seconds."""
+    hop = int(rate * win)
+    w = 2 * hop
+    out = []
+    k = 2 * math.pi * hz / rate
+    # Hann-windowed (speech far below 15 kHz does not leak in), centred on each hop.
+    han = [0.5 - 0.5 * math.cos(2 * math.pi * i / w) for i in range(w)]
+    norm = sum(han)
+    sins = [math.sin(k * i) * han[i] for i in range(w)]
+    coss = [math.cos(k * i) * han[i] for i in range(w)]
+    for i in range(0, len(x) - w, hop):
+        # Phase is relative to the window start: the amplitude does not depend on it.
+        s = sum(x[i + j] * sins[j] for j in range(w))
+        c = sum(x[i + j] * coss[j] for j in range(w))
+        out.append(2 * math.hypot(s, c) / norm)
+    # out[n] describes the time around (n + 1) hops: shift by one so index × win is that time.
+    return [out[0]] + out
+
+
+def notch(x, rate, hz=TONE):
+    """x with the `hz` tone removed (FIR zero pair exactly on it)."""
+    c = 2 * math.cos(2 * math.pi * hz / rate)
+    return [x[i] - c * x[i - 1] + x[i - 2] for i in range(2, len(x))]
+
+
+def db(a, ref):
+    return 20 * math.log10(max(a, 1e-9) / ref)
+
+
+def daemon_conf(box, extra):
+    fifo = box.tmp / "buttons"
+    os.mkfifo(fifo)
+    box.write_conf("status.on_start = off\ninput = fifo:%s\nstate.path = %s\n%s" % (fifo, box.tmp / "state", extra))
+
+
+def start(box):
+    return Proc([CRIER, "run", "--config", box.conf], env=box.env)
+
+
+def say(box, text):
+    r = subprocess.run([CRIER, "say", "--config", box.conf, "--lang", "en", text], env=box.env,
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and "sent to the running daemon" in r.stderr, r.stderr
+
+
+def status(box):
+    r = subprocess.run([CRIER, "status", "--config", box.conf, "--json"], env=box.env, capture_output=True, text=True, timeout=10)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+TEXT = "New customer, number forty two, please come to the counter"
+
+
+def run_alert(box, music_extra):
+    """Daemon with `music_extra` config; after 2 s of music an alert; 3 s later SIGTERM."""
+    daemon_conf(box, music_extra)
+    d = start(box)
+    try:
+        if "music.source" in music_extra:
+            d.wait_for(r"INFO music: playing file=")
+        d.wait_for(r"INFO audio: opened")
+        time.sleep(2)
+        say(box, TEXT)
+        d.wait_for(r"said on request", timeout=30)
+        time.sleep(2.8)
+        st = status(box)
+    finally:
+        assert d.stop() == 0
+    rate, ch, x = read_wav(box.capture)
+    return d, st, rate, x
+
+
+def test_music_ducks_under_an_alert_and_comes_back(box, tmp_path_factory):
+    music = box.tmp / "music"
+    music.mkdir()
+    make_tone(str(music / "tone.wav"), 30)
+    d, st, rate, x = run_alert(box, "music.source = %s\nmusic.attack_ms = 60\nmusic.hold_ms = 500\nmusic.release_ms = 700\n" % music)
+    assert st["music"]["state"] == "playing" and st["music"]["title"] == "tone.wav", st["music"]
+    assert st["music"]["ducked"] is False and st["music"]["level_db"] == -12
+    lv = tone_levels(x, rate)
+    win = 0.002
+    speech = notch(x, rate)
+    onset = next(i for i, v in enumerate(speech) if abs(v) > 0.01) / rate
+    end = max(i for i, v in enumerate(speech) if abs(v) > 0.01) / rate
+    full = sorted(lv[int(0.5 / win):int((onset - 0.2) / win)])[len(lv[int(0.5 / win):int((onset - 0.2) / win)]) // 2]
+    # Music level: -12 dB under the alerts' volume (level 7 of 10 = -9 dB), -3 dB headroom; tone at 0.5.
+    expected = 0.5 * 10 ** ((-12 - 9 - 3) / 20)
+    assert abs(db(full, expected)) < 1, (full, expected)
+    # Ducked by duck_db ± 1 dB for the whole alert.
+    during = sorted(lv[int((onset + 0.1) / win):int((end - 0.05) / win)])
+    assert abs(db(during[len(during) // 2], full) + 18) < 1, db(during[len(during) // 2], full)
+    assert db(max(during), full) < -16 and db(min(during), full) > -20
+    # Ramps: the time between -1 dB and -17 dB is 16/18 of the ramp.
+    def crossing(level_db, start, falling):
+        for i in range(int(start / win), len(lv)):
+            v = db(lv[i], full)
+            if (v < level_db) if falling else (v > level_db):
+                return i * win
+        raise AssertionError("no crossing of %s dB after %s s" % (level_db, start))
+    a1 = crossing(-1, onset - 0.5, True)
+    a17 = crossing(-17, a1, True)
+    attack = (a17 - a1) * 18 / 16
+    assert abs(attack - 0.060) <= 0.020, attack
+    assert a1 <= onset + 0.005, "music starts going down before speech is loud (%.3f vs %.3f)" % (a1, onset)
+    r17 = crossing(-17, end, False)
+    r1 = crossing(-1, r17, False)
+    release = (r1 - r17) * 18 / 16
+    assert abs(release - 0.700) <= 0.020, release
+    # Held from the end of the clip (espeak's own trailing silence included, then the last
+    # period leaving the device): at least hold_ms after the last loud sample, and not much more.
+    hold = r17 - end
+    assert 0.5 < hold < 1.2, hold
+    restored = sorted(lv[int((r1 + 0.1) / win):int((r1 + 0.4) / win)])
+    assert abs(db(restored[len(restored) // 2], full)) < 1
+    assert "clamped" not in "\n".join(d.lines())
+
+    # The same alert without music: speech exactly as loud (± 0.5 dB).
+    plain = tmp_path_factory.mktemp("plain")
+    from conftest import Box
+    b2 = Box(plain)
+    _, st2, rate2, y = run_alert(b2, "")
+    assert st2["music"] is None
+    s2 = notch(y, rate2)
+    on2 = next(i for i, v in enumerate(s2) if abs(v) > 0.01)
+    n = int((end - onset) * rate)
+    with_music = rms(speech[int(onset * rate):int(onset * rate) + n])
+    without = rms(s2[on2:on2 + n])
+    assert abs(db(with_music, without)) < 0.5, (with_music, without)
+
+
+def test_playlist_skips_a_corrupt_file_once_changes_tracks_and_loops(box):
+    music = box.tmp / "music"
+    music.mkdir()
+    (music / "a-broken.mp3").write_bytes(b"ID3 this is not an mp3 at all" * 50)
+    make_tone(str(music / "b-first.wav"), 1.0, hz=15000)
+    make_tone(str(music / "c-second.flac"), 1.0, hz=13000, rate=48000, channels=1)
+    (music / "notes.txt").write_text("not music")
+    daemon_conf(box, "music.source = %s\n" % music)
+    d = start(box)
+    try:
+        d.wait_for(r"INFO music: playing file=\S*c-second.flac", count=2, timeout=30)
+    finally:
+        assert d.stop() == 0
+    lines = d.lines()
+    skips = [l for l in lines if "skipping music file" in l]
+    assert len(skips) == 1 and "a-broken.mp3" in skips[0], skips
+    plays = [re.search(r"playing file=(\S+)", l).group(1).rsplit("/", 1)[1] for l in lines if "INFO music: playing file=" in l]
+    assert plays[:4] == ["b-first.wav", "c-second.flac", "b-first.wav", "c-second.flac"], plays
+    assert not [l for l in lines if "notes.txt" in l]
+    rate, ch, x = read_wav(box.capture)
+    a = tone_levels(x, rate, 15000, 0.01)
+    b = tone_levels(x, rate, 13000, 0.01)
+    # Both tracks reached the sound card, one after the other, at the same level (±1 dB).
+    ta = [i for i, v in enumerate(a) if v > 0.01]
+    tb = [i for i, v in enumerate(b) if v > 0.01]
+    assert ta and tb and ta[0] < tb[0]
+    la = sorted(a[i] for i in ta)[len(ta) // 2]
+    lb = sorted(b[i] for i in tb)[len(tb) // 2]
+    assert abs(db(la, lb)) < 1
+
+
+def test_empty_directory_is_logged_once_then_music_starts_when_files_appear(box):
+    music = box.tmp / "music"
+    music.mkdir()
+    daemon_conf(box, "music.source = %s\n" % music)
+    d = start(box)
+    try:
+        d.wait_for(r"WARN music: no music: \S+ is missing, empty")
+        say(box, "still speaking")
+        d.wait_for(r"said on request", timeout=30)
+        time.sleep(5.5)  # one retry, not logged again
+        assert len([l for l in d.lines() if "no music:" in l]) == 1
+        st = status(box)
+        assert st["music"]["state"] == "no files"
+        make_tone(str(music / "late.wav"), 20)
+        d.wait_for(r"INFO music: playing file=\S*late.wav", timeout=10)
+        time.sleep(1)
+    finally:
+        assert d.stop() == 0
+    rate, ch, x = read_wav(box.capture)
+    lv = tone_levels(x, rate, TONE, 0.01)
+    assert max(lv[-60:]) > 0.01, "music plays once the file is there"
+
+
+def test_fifo_writer_stops_and_comes_back(box):
+    fifo = box.tmp / "music.pcm"
+    daemon_conf(box, "music.source = fifo:%s\nmusic.fifo_format = 44100:16:2\n" % fifo)
+    d = start(box)
+    try:
+        d.wait_for(r"created the music FIFO")
+        d.wait_for(r"INFO audio: opened")
+        tone = box.tmp / "t.raw"
+        subprocess.run(["sox", "-n", "-r", "44100", "-c", "2", "-b", "16", "-e", "signed", "-t", "raw", str(tone),
+                        "synth", "1.5", "sine", str(TONE), "vol", "0.5"], check=True)
+        data = tone.read_bytes()
+        for _ in range(2):
+            with open(fifo, "wb") as w:
+                # A real player paces itself; this writes ahead and lets the pipe block it.
+                w.write(data)
+            d.wait_for(r"music FIFO: playing what the player writes", count=_ + 1, timeout=10)
+            d.wait_for(r"music FIFO: the player stopped writing", count=_ + 1, timeout=10)
+            time.sleep(0.5)
+        st = status(box)
+        assert st["music"]["kind"] == "fifo" and st["music"]["state"] == "waiting for the player"
+    finally:
+        assert d.stop() == 0
+    rate, ch, x = read_wav(box.capture)
+    lv = tone_levels(x, rate, TONE, 0.01)
+    on = [v > 0.01 for v in lv]
+    # on … off … on … off: two bursts of about 1.5 s each.
+    runs = []
+    for i, v in enumerate(on):
+        if v and (i == 0 or not on[i - 1]):
+            runs.append([i, i])
+        if v:
+            runs[-1][1] = i
+    long_runs = [r for r in runs if r[1] - r[0] > 100]
+    assert len(long_runs) == 2, runs
+    for r in long_runs:
+        assert 1.3 < (r[1] - r[0]) * 0.01 < 1.7, long_runs
