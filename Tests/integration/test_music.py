@@ -159,18 +159,19 @@ def test_playlist_skips_a_corrupt_file_once_changes_tracks_and_loops(box):
     (music / "a-broken.mp3").write_bytes(b"ID3 this is not an mp3 at all" * 50)
     make_tone(str(music / "b-first.wav"), 1.0, hz=15000)
     make_tone(str(music / "c-second.flac"), 1.0, hz=13000, rate=48000, channels=1)
+    write_mp3(music / "d-third.mp3", 1.0, 11000)
     (music / "notes.txt").write_text("not music")
     daemon_conf(box, "music.source = %s\n" % music)
     d = start(box)
     try:
-        d.wait_for(r"INFO music: playing file=\S*c-second.flac", count=2, timeout=30)
+        d.wait_for(r"INFO music: playing file=\S*d-third.mp3", count=2, timeout=30)
     finally:
         assert d.stop() == 0
     lines = d.lines()
     skips = [l for l in lines if "skipping music file" in l]
     assert len(skips) == 1 and "a-broken.mp3" in skips[0], skips
     plays = [re.search(r"playing file=(\S+)", l).group(1).rsplit("/", 1)[1] for l in lines if "INFO music: playing file=" in l]
-    assert plays[:4] == ["b-first.wav", "c-second.flac", "b-first.wav", "c-second.flac"], plays
+    assert plays[:6] == ["b-first.wav", "c-second.flac", "d-third.mp3"] * 2, plays
     assert not [l for l in lines if "notes.txt" in l]
     rate, ch, x = read_wav(box.capture)
     a = tone_levels(x, rate, 15000, 0.01)
@@ -182,6 +183,9 @@ def test_playlist_skips_a_corrupt_file_once_changes_tracks_and_loops(box):
     la = sorted(a[i] for i in ta)[len(ta) // 2]
     lb = sorted(b[i] for i in tb)[len(tb) // 2]
     assert abs(db(la, lb)) < 1
+    c = tone_levels(x, rate, 11000, 0.01)
+    tc = [i for i, v in enumerate(c) if v > 0.01]
+    assert tc and tb[0] < tc[0], "the MP3 (libsndfile through mpg123) played after the FLAC"
 
 
 def test_empty_directory_is_logged_once_then_music_starts_when_files_appear(box):
@@ -243,3 +247,146 @@ def test_fifo_writer_stops_and_comes_back(box):
     assert len(long_runs) == 2, runs
     for r in long_runs:
         assert 1.3 < (r[1] - r[0]) * 0.01 < 1.7, long_runs
+
+
+def write_mp3(path, seconds, hz, rate=44100):
+    """An MP3 of a sine made through libsndfile (its MPEG writer uses LAME), via ctypes: the
+    test needs no encoder package beyond what the build already installs."""
+    import ctypes
+    lib = ctypes.CDLL("libsndfile.so.1")
+
+    class SFInfo(ctypes.Structure):
+        _fields_ = [("frames", ctypes.c_int64), ("samplerate", ctypes.c_int), ("channels", ctypes.c_int),
+                    ("format", ctypes.c_int), ("sections", ctypes.c_int), ("seekable", ctypes.c_int)]
+    lib.sf_open.restype = ctypes.c_void_p
+    lib.sf_open.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(SFInfo)]
+    lib.sf_writef_float.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_float), ctypes.c_int64]
+    lib.sf_close.argtypes = [ctypes.c_void_p]
+    info = SFInfo(0, rate, 2, 0x230000 | 0x0082, 0, 0)  # SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III
+    h = lib.sf_open(str(path).encode(), 0x20, ctypes.byref(info))  # SFM_WRITE
+    assert h, "libsndfile cannot write MP3 here"
+    n = int(seconds * rate)
+    buf = (ctypes.c_float * (2 * n))()
+    k = 2 * math.pi * hz / rate
+    for i in range(n):
+        buf[2 * i] = buf[2 * i + 1] = 0.5 * math.sin(k * i)
+    assert lib.sf_writef_float(h, buf, n) == n
+    lib.sf_close(h)
+
+
+class Radio:
+    """An Icecast-like server on 127.0.0.1 (port 0): MP3 paced at its bitrate, ICY metadata
+    every `metaint` bytes when asked for it. The first connection drops after `drop_after` s."""
+
+    def __init__(self, mp3, seconds, metaint=4096, drop_after=2.5):
+        import socket
+        self.data = open(mp3, "rb").read()
+        self.rate = len(self.data) / seconds
+        self.metaint = metaint
+        self.drop_after = drop_after
+        self.connections = 0
+        self.icy_asked = []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.port = self.sock.getsockname()[1]
+        self.stopped = False
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while not self.stopped:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self.client, args=(c, self.connections), daemon=True).start()
+
+    def client(self, c, n):
+        try:
+            req = b""
+            while b"\r\n\r\n" not in req:
+                chunk = c.recv(4096)
+                if not chunk:
+                    return
+                req += chunk
+            icy = b"icy-metadata: 1" in req.lower()
+            self.icy_asked.append(icy)
+            head = "HTTP/1.0 200 OK\r\nContent-Type: audio/mpeg\r\nicy-name: Test Radio\r\n"
+            if icy:
+                head += "icy-metaint: %d\r\n" % self.metaint
+            c.sendall((head + "\r\n").encode())
+            pos, sent, t0, block = 0, 0, time.monotonic(), 0
+            until_meta = self.metaint
+            while not self.stopped and pos < len(self.data):
+                if n == 1 and time.monotonic() - t0 > self.drop_after:
+                    return  # the drop: connection closed mid-stream
+                # Paced at the bitrate, with 0.5 s of burst at the start as Icecast does.
+                due = (time.monotonic() - t0 + 0.5) * self.rate
+                if sent >= due:
+                    time.sleep(0.02)
+                    continue
+                take = min(1024, len(self.data) - pos, until_meta if icy else 1024)
+                c.sendall(self.data[pos:pos + take])
+                pos += take
+                sent += take
+                until_meta -= take
+                if icy and until_meta == 0:
+                    block += 1
+                    meta = ("StreamTitle='Song %d on connection %d';" % (block // 8, n)).encode() if block % 8 == 1 else b""
+                    meta += b"\0" * (-len(meta) % 16)
+                    c.sendall(bytes([len(meta) // 16]) + meta)
+                    until_meta = self.metaint
+        except OSError:
+            pass
+        finally:
+            c.close()
+
+    def close(self):
+        self.stopped = True
+        self.sock.close()
+
+
+def test_http_stream_drops_reconnects_strips_icy_and_shows_the_title(box):
+    mp3 = box.tmp / "radio.mp3"
+    write_mp3(mp3, 20, 5000)
+    radio = Radio(mp3, 20)
+    try:
+        daemon_conf(box, "music.source = http://127.0.0.1:%d/live\n" % radio.port)
+        d = start(box)
+        try:
+            d.wait_for(r"INFO music: stream connected", timeout=15)
+            d.wait_for(r"INFO music: stream title title=\"?Song", timeout=15)
+            d.wait_for(r"WARN music: music stream dropped", timeout=15)
+            d.wait_for(r"INFO music: stream connected", count=2, timeout=15)
+            d.wait_for(r"on connection 2", timeout=15)
+            time.sleep(1.5)
+            st = status(box)
+        finally:
+            assert d.stop() == 0
+    finally:
+        radio.close()
+    assert radio.icy_asked[:2] == [True, True]
+    assert st["music"]["kind"] == "stream" and st["music"]["state"] == "playing", st["music"]
+    assert st["music"]["title"].startswith("Song ") and "connection 2" in st["music"]["title"], st["music"]
+    lines = d.lines()
+    assert len([l for l in lines if "music stream dropped" in l]) == 1
+    rate, ch, x = read_wav(box.capture)
+    lv = tone_levels(x, rate, 5000, 0.01)
+    on = [i for i, v in enumerate(lv) if v > 0.005]
+    assert on, "the stream reached the sound card"
+    # Two stretches of music (before and after the drop) with silence between; inside each,
+    # every 10 ms window within ±1 dB of the median: the ICY blocks (one per 4 KiB, about four
+    # a second) never reach the decoder, so they are no glitch.
+    runs = []
+    for i in on:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    long_runs = [r for r in runs if r[1] - r[0] > 80]
+    assert len(long_runs) == 2, runs
+    for a, b in long_runs:
+        seg = sorted(lv[a + 5:b - 5])
+        med = seg[len(seg) // 2]
+        assert db(seg[0], med) > -1 and db(seg[-1], med) < 1, (a, b, db(seg[0], med), db(seg[-1], med))
