@@ -252,7 +252,7 @@ final class Worker {
                 if Playlist.isMusic(name) { names.append(name) }
             }
             let dir = path.hasSuffix("/") ? path : path + "/"
-            return names.sorted().map { dir + $0 }
+            return names.sorted().map { dir + $0 }.filter(isRegularFile)
         }
         if Playlist.isList(path) {
             guard let bytes = try? FileIO.read(path, limit: 4 << 20) else { return [] }
@@ -262,9 +262,17 @@ final class Worker {
                 reportedFailures.insert("urls " + path)
                 log.warning("playlist \(path) lists \(parsed.urls.count) URL(s); they are skipped (set music.source to one stream URL instead)")
             }
-            return parsed.files
+            return parsed.files.filter(isRegularFile)
         }
+        // One file named as the source is opened as given.
         return [path]
+    }
+
+    /// Only regular files (symlinks followed) from a directory or a list: opening a FIFO or a
+    /// device named like music would block the decoder.
+    func isRegularFile(_ path: String) -> Bool {
+        var st = stat()
+        return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
     }
 
     func playFiles(_ path: String) {

@@ -608,11 +608,24 @@ public actor Daemon {
     /// alerts use. Silence for the music meanwhile, never for the alerts.
     public func replaceMusic() {
         guard let old = music else { return }
-        log.error("music thread stalled; starting a new music player (the old thread is abandoned); alerts are not affected")
         old.stop()
         engine.attachMusic(nil)
+        musicStalls += 1
+        // Each abandoned thread keeps what it holds (a thread stuck in C cannot be freed):
+        // after a few, music stays off until crier restarts.
+        guard musicStalls <= Self.maxMusicStalls else {
+            musicBox.withLock { $0 = nil }
+            log.error("music thread stalled again (\(musicStalls) times); music is off until crier restarts; alerts are not affected; check music.source",
+                      ["source": config.music.source.description])
+            return
+        }
+        log.error("music thread stalled (stuck in a decoder or a file read); starting a new music player, the old thread is abandoned; alerts are not affected",
+                  ["stalls": musicStalls, "source": config.music.source.description])
         startMusic()
     }
+
+    var musicStalls = 0
+    static let maxMusicStalls = 3
 
     nonisolated public func musicProgress() -> Double { music?.lastProgress ?? Monotonic.now() }
 

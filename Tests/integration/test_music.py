@@ -390,3 +390,27 @@ def test_http_stream_drops_reconnects_strips_icy_and_shows_the_title(box):
         seg = sorted(lv[a + 5:b - 5])
         med = seg[len(seg) // 2]
         assert db(seg[0], med) > -1 and db(seg[-1], med) < 1, (a, b, db(seg[0], med), db(seg[-1], med))
+
+
+def test_a_decoder_stuck_in_c_is_replaced_and_never_silences_the_alerts(box):
+    # A FIFO nobody writes, named as the (single-file) source: libsndfile's open blocks in C.
+    hang = box.tmp / "hang.wav"
+    os.mkfifo(hang)
+    daemon_conf(box, "music.source = %s\nmusic.stall_s = 2\n" % hang)
+    d = start(box)
+    try:
+        d.wait_for(r"INFO audio: opened")
+        say(box, "the alerts go on")
+        d.wait_for(r"said on request", timeout=30)
+        d.wait_for(r"ERROR supervisor: .*component=music|ERROR runtime: music thread stalled", timeout=30)
+        d.wait_for(r"ERROR runtime: music thread stalled", timeout=30)
+        say(box, "and on")
+        d.wait_for(r"said on request", count=2, timeout=30)
+        st = status(box)
+    finally:
+        assert d.stop() == 0
+    music = [c for c in st["components"] if c["name"] == "music"][0]
+    assert music["restarts"] >= 1
+    assert [c for c in st["components"] if c["name"] == "audio"][0]["restarts"] == 0
+    rate, ch, x = read_wav(box.capture)
+    assert max(abs(v) for v in x) > 0.05, "both alerts reached the sound card"
