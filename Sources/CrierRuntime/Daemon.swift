@@ -552,6 +552,10 @@ public actor Daemon {
             if let cur = current, case .repetition = cur.alert.occasion { engine.stop(id: cur.clip) }
         case .persist:
             break  // the button service writes its own state file
+        case .setMusic(let on):
+            musicSwitchedOn = on
+            applyMusicLevel()
+            log.info(on ? "music on (button)" : "music off (button)")
         }
         poke()
     }
@@ -586,7 +590,10 @@ public actor Daemon {
     /// music.level_db relative to the alerts, silenced while muted (the alert floor is for
     /// orders, not for music).
     var buttonsSetGain = false
-    var musicLevel: Double { config.music.enabled ? Decibel.gain(config.music.levelDb) * min(1, promptGain) : 0 }
+    var musicLevel: Double {
+        config.music.enabled && musicSwitchedOn ? Decibel.gain(config.music.levelDb) * min(1, promptGain) : 0
+    }
+    var musicSwitchedOn = true
 
     func applyMusicLevel() { engine.setMusicLevel(musicLevel) }
 

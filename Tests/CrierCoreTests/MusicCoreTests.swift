@@ -196,3 +196,16 @@ struct MusicCoreTests {
         }
     }
 }
+
+@Suite("Music button")
+struct MusicButtonTests {
+    @Test("the music button toggles music and clicks; volume and mute are untouched")
+    func toggle() {
+        var c = Controls(config: ButtonsConfig(), restored: nil, now: 0, wall: WallTime(unixMillis: 0))
+        let g = c.gain
+        #expect(c.handle(Gesture(.music, .press, at: 1), now: 1, wall: WallTime(unixMillis: 0), historyCount: 0) == [.setMusic(false), .click])
+        #expect(c.handle(Gesture(.music, .press, at: 2), now: 2, wall: WallTime(unixMillis: 0), historyCount: 0) == [.setMusic(true), .click])
+        #expect(c.gain == g)
+        #expect(ButtonsConfig()[.music].line == nil, "not fitted unless configured")
+    }
+}

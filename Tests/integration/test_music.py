@@ -414,3 +414,35 @@ def test_a_decoder_stuck_in_c_is_replaced_and_never_silences_the_alerts(box):
     assert [c for c in st["components"] if c["name"] == "audio"][0]["restarts"] == 0
     rate, ch, x = read_wav(box.capture)
     assert max(abs(v) for v in x) > 0.05, "both alerts reached the sound card"
+
+
+def test_music_button_and_mute_silence_the_music_but_not_the_alerts(box):
+    from test_buttons import press
+    music = box.tmp / "music"
+    music.mkdir()
+    make_tone(str(music / "tone.wav"), 30)
+    daemon_conf(box, "music.source = %s\nbutton.music = GPIO5\n" % music)
+    fifo = str(box.tmp / "buttons")
+    d = start(box)
+    try:
+        d.wait_for(r"buttons: reading input=fifo")
+        d.wait_for(r"INFO music: playing file=")
+        time.sleep(1.5)
+        press(fifo, "GPIO5")
+        d.wait_for(r"music off \(button\)")
+        time.sleep(1.5)
+        assert status(box)["music"]["muted"] is True
+        press(fifo, "GPIO5")
+        d.wait_for(r"music on \(button\)")
+        time.sleep(1.5)
+        press(fifo, "GPIO22")  # mute: music silent, an order would still be heard at the floor
+        time.sleep(1.5)
+        assert status(box)["music"]["muted"] is True
+    finally:
+        assert d.stop() == 0
+    rate, ch, x = read_wav(box.capture)
+    lv = tone_levels(x, rate, TONE, 0.01)
+    on = [v > 0.003 for v in lv]
+    # on, off (button), on, off (mute): the music goes off and on with clean edges.
+    edges = sum(1 for i in range(1, len(on)) if on[i] != on[i - 1])
+    assert edges == 4 or (edges == 3 and not on[-1]), edges
