@@ -51,7 +51,9 @@ let package = Package(
         // Background music (docs/music.md): one shim and one thin adapter per library.
         .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
-        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // No pkgConfig: Debian 13's libcurl.pc adds `-isystem /usr/include/mit-krb5`, a flag SwiftPM
+        // refuses with a warning; curl/curl.h is on the default include path anyway.
+        .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CMpg123", pkgConfig: "libmpg123", providers: [.apt(["libmpg123-dev"])]),
 
         .target(name: "CrierCore"),

@@ -255,7 +255,11 @@ public final class AudioEngine: Sendable {
                 musicSource = feed
                 musicHistory = []
             }
-            guard let feed, feed.channels == mixer.format.channels, !(music.silentLevel && !music.envelope.isDucked && feed.filledFrames == 0) else {
+            // Nothing buffered (no source, between tracks of a stalled stream, outside
+            // music.hours): the block is mixed exactly as without music, and music fades in
+            // when it comes back. Muted music is still read (a stream stays live) at level 0.
+            guard let feed, feed.channels == mixer.format.channels, feed.filledFrames > 0 else {
+                music.starved()
                 return buf.withUnsafeMutableBufferPointer { mixer.render(into: $0, frames: n) }
             }
             let ch = mixer.format.channels

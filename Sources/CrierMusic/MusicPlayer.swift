@@ -315,14 +315,19 @@ final class Worker {
         var block = [Float](repeating: 0, count: chunk * file.channels)
         var total = 0
         while running {
+            // A value, not a throwing closure: withUnsafeMutableBufferPointer only rethrows
+            // `any Error` under Swift 6.0.
+            let result = block.withUnsafeMutableBufferPointer { b -> Result<Int, SoundFile.Failure> in
+                do throws(SoundFile.Failure) { return .success(try file.read(into: b, frames: chunk)) } catch { return .failure(error) }
+            }
             let n: Int
-            do throws(SoundFile.Failure) {
-                n = try block.withUnsafeMutableBufferPointer { b throws(SoundFile.Failure) in try file.read(into: b, frames: chunk) }
-            } catch {
+            switch result {
+            case .success(let k): n = k
+            case .failure(let error):
                 if reportedFailures.insert(path).inserted {
                     log.warning("music file stopped decoding; skipping the rest: \(error.reason)", ["file": path, "after_s": Format.fixed(Double(total) / Double(file.rate), 1)])
                 }
-                break
+                n = 0  // ends this file
             }
             if n == 0 { break }
             total += n

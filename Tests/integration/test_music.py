@@ -446,3 +446,25 @@ def test_music_button_and_mute_silence_the_music_but_not_the_alerts(box):
     # on, off (button), on, off (mute): the music goes off and on with clean edges.
     edges = sum(1 for i in range(1, len(on)) if on[i] != on[i - 1])
     assert edges == 4 or (edges == 3 and not on[-1]), edges
+
+
+def test_hours_wait_for_a_synchronized_clock(box):
+    import pytest
+    if os.path.exists("/run/systemd/timesync/synchronized"):
+        pytest.skip("this machine's clock is synchronized (systemd-timesyncd); the unsynchronized case cannot be shown here")
+    music = box.tmp / "music"
+    music.mkdir()
+    make_tone(str(music / "tone.wav"), 10)
+    daemon_conf(box, "music.source = %s\nmusic.hours = 00:00-23:59\n" % music)
+    d = start(box)
+    try:
+        d.wait_for(r"NOTICE music: music waits: music.hours is set but the system clock is not synchronized")
+        time.sleep(2.5)
+        st = status(box)
+    finally:
+        assert d.stop() == 0
+    assert st["music"]["state"] == "clock not synchronized"
+    assert len([l for l in d.lines() if "music waits" in l]) == 1
+    assert not [l for l in d.lines() if "INFO music: playing" in l]
+    rate, ch, x = read_wav(box.capture)
+    assert max(tone_levels(x, rate, TONE, 0.01)) < 0.001, "no music before the clock is synchronized"

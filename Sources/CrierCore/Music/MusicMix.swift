@@ -85,6 +85,9 @@ public struct MusicMix: Sendable {
     /// The level and the envelope are both at rest at zero output: nothing to add.
     public var silentLevel: Bool { level == 0 && targetLevel == 0 }
 
+    /// The buffer had nothing for a block that was not mixed at all: fade in when music returns.
+    public mutating func starved() { resumed = 0 }
+
     /// Scales `music` in place: `available` frames of interleaved music (the rest of `frames`
     /// is what the buffer could not give: silence). `duck`: an alert is queued or playing.
     public mutating func apply(_ music: UnsafeMutableBufferPointer<Float>, frames: Int, available: Int, duck: Bool) {
