@@ -495,6 +495,9 @@ public final class AudioEngine: Sendable {
                     try device.write(buf, frames: n, onRecover: recovered)
                     written += UInt64(n)
                     room -= n
+                    // Writing is progress: a thread that is slower than real time (a starved
+                    // CPU) underruns and says so, but it is not stuck.
+                    progress()
                     // Established once it has taken a buffer's worth (and ≥ 250 ms): some PCMs
                     // (a file in a missing folder, a USB DAC mid-unplug) open, take a period, then fail.
                     if !firstWriteDone && written >= UInt64(max(device.bufferFrames, device.format.rate / 4)) {

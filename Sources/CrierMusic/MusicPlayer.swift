@@ -78,6 +78,9 @@ public final class MusicPlayer: Sendable {
         progressNs.store(Int64(Monotonic.now() * 1e9), ordering: .relaxed)
         do {
             try PosixThread.detach(name: "crier-music") { [self] in
+                // Below the audio thread: decoding ahead must never take its CPU (on Linux the
+                // nice value is per thread; 0 = the calling thread).
+                _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10)
                 let w = Worker(player: self)
                 w.run()
             }
@@ -188,16 +191,22 @@ final class Worker {
     func emit(_ src: UnsafeBufferPointer<Float>, frames: Int, rate: Int, channels: Int) -> Bool {
         let och = p.format.channels
         if mapped.count < frames * och { mapped = [Float](repeating: 0, count: frames * och) }
-        for f in 0..<frames {
-            let b = f * channels
-            if och == 1 {
-                var s: Float = 0
-                for c in 0..<min(channels, 2) { s += src[b + c] }
-                mapped[f] = s / Float(min(channels, 2))
-            } else {
-                let l = src[b], r = channels > 1 ? src[b + 1] : src[b]
-                mapped[2 * f] = l
-                mapped[2 * f + 1] = r
+        mapped.withUnsafeMutableBufferPointer { m in
+            if och == channels {
+                m.baseAddress!.update(from: src.baseAddress!, count: frames * och)
+                return
+            }
+            for f in 0..<frames {
+                let b = f * channels
+                if och == 1 {
+                    var s: Float = 0
+                    for c in 0..<min(channels, 2) { s += src[b + c] }
+                    m[f] = s / Float(min(channels, 2))
+                } else {
+                    let l = src[b], r = channels > 1 ? src[b + 1] : src[b]
+                    m[2 * f] = l
+                    m[2 * f + 1] = r
+                }
             }
         }
         if rate == p.format.rate { return mapped.withUnsafeBufferPointer { push(UnsafeBufferPointer(rebasing: $0[0..<(frames * och)])) } }

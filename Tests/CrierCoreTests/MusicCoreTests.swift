@@ -209,3 +209,18 @@ struct MusicButtonTests {
         #expect(ButtonsConfig()[.music].line == nil, "not fitted unless configured")
     }
 }
+
+@Suite("Music status")
+struct MusicStatusTests {
+    @Test("status shows what plays, the level and whether it is ducked; no music key without music")
+    func lines() {
+        var s = StatusSnapshot(version: "1", deviceID: "d", time: WallTime(unixMillis: 0), uptime: 1, components: [],
+                               link: LinkStatus(state: "off"), volume: 7, volumeMax: 10, muted: false, queueLength: 0)
+        #expect(!StatusFormat.json(s).contains("music"))
+        #expect(!StatusFormat.human(s).contains("music"))
+        s.music = MusicStatus(kind: "stream", state: "playing", title: "Song \"x\"\n", location: "http://r/live", levelDb: -12,
+                              silenced: false, ducked: true)
+        #expect(StatusFormat.human(s).contains(#"music: playing "Song "x"\n" (stream http://r/live), level -12 dB, ducked"# + "\n"))
+        #expect(StatusFormat.json(s).hasSuffix(#","music":{"kind":"stream","state":"playing","title":"Song \"x\"\n","location":"http://r/live","level_db":-12.0,"muted":false,"ducked":true}}"#))
+    }
+}

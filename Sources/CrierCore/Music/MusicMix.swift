@@ -92,6 +92,14 @@ public struct MusicMix: Sendable {
     /// is what the buffer could not give: silence). `duck`: an alert is queued or playing.
     public mutating func apply(_ music: UnsafeMutableBufferPointer<Float>, frames: Int, available: Int, duck: Bool) {
         let ch = channels
+        // At rest (no ramp, no fade-in, all frames there): one gain for the block, the common case.
+        if available == frames && level == targetLevel && resumed >= resumeFrames
+            && ((duck && envelope.gain <= envelope.floorGain) || (!duck && envelope.gain >= 1)) {
+            if duck { _ = envelope.next(wanted: true) }
+            let g = Float(envelope.gain) * level
+            if g != 1 { for i in 0..<(frames * ch) { music[i] *= g } }
+            return
+        }
         for f in 0..<frames {
             let e = envelope.next(wanted: duck)
             if level != targetLevel {
@@ -156,11 +164,13 @@ public final class MusicBuffer: Sendable {
             let n = max(0, min(samples.count / ch, limit - r.count))
             var w = (r.read + r.count) % cap
             var i = 0
-            while i < n {
-                let run = min(n - i, cap - w)
-                for k in 0..<(run * ch) { r.data[w * ch + k] = samples[i * ch + k] }
-                i += run
-                w = (w + run) % cap
+            r.data.withUnsafeMutableBufferPointer { d in
+                while i < n {
+                    let run = min(n - i, cap - w)
+                    (d.baseAddress! + w * ch).update(from: samples.baseAddress! + i * ch, count: run * ch)
+                    i += run
+                    w = (w + run) % cap
+                }
             }
             r.count += n
             return n
@@ -174,11 +184,13 @@ public final class MusicBuffer: Sendable {
         return ring.withLock { r in
             let n = min(frames, r.count)
             var i = 0
-            while i < n {
-                let run = min(n - i, cap - r.read)
-                for k in 0..<(run * ch) { out[i * ch + k] = r.data[r.read * ch + k] }
-                i += run
-                r.read = (r.read + run) % cap
+            r.data.withUnsafeBufferPointer { d in
+                while i < n {
+                    let run = min(n - i, cap - r.read)
+                    (out.baseAddress! + i * ch).update(from: d.baseAddress! + r.read * ch, count: run * ch)
+                    i += run
+                    r.read = (r.read + run) % cap
+                }
             }
             r.count -= n
             if n < frames {

@@ -146,20 +146,22 @@ public enum StatusFormat {
                 ("text", .string(a.text)), ("state", .string(a.state)),
             ]))
         }
-        let o = JSONObject([
+        var fields: [(String, JSONValue)] = [
             ("version", .string(s.version)), ("device", .string(s.deviceID)), ("time", .string(s.time.iso8601)),
             ("uptime_s", num(s.uptime, 0)), ("healthy", .bool(s.healthy)), ("components", .array(components)),
             ("link", .object(link)), ("last_error", lastError), ("volume", int(s.volume)),
             ("volume_max", int(s.volumeMax)), ("muted", .bool(s.muted)), ("queue_length", int(s.queueLength)),
             ("last_alerts", .array(alerts)),
-            ("music", s.music.map { m in
-                .object(JSONObject([
-                    ("kind", .string(m.kind)), ("state", .string(m.state)), ("title", str(m.title)),
-                    ("location", str(m.location)), ("level_db", num(m.levelDb, 1)), ("muted", .bool(m.silenced)),
-                    ("ducked", .bool(m.ducked)),
-                ]))
-            } ?? .null),
-        ])
+        ]
+        // Only with music configured (`music.source` not off): the line stays as it was without.
+        if let m = s.music {
+            fields.append(("music", .object(JSONObject([
+                ("kind", .string(m.kind)), ("state", .string(m.state)), ("title", str(m.title)),
+                ("location", str(m.location)), ("level_db", num(m.levelDb, 1)), ("muted", .bool(m.silenced)),
+                ("ducked", .bool(m.ducked)),
+            ]))))
+        }
+        let o = JSONObject(fields)
         return String(decoding: JSON.write(.object(o)), as: UTF8.self)
     }
 
