@@ -33,7 +33,8 @@ MUSIC = ""
 
 class MusicBench(bench.Bench):
     def conf(self, d, server_port=None, extra=""):
-        return super().conf(d, server_port, extra + MUSIC)
+        # Its own control socket: another daemon on this machine must not make it refuse to start.
+        return super().conf(d, server_port, extra + MUSIC + "control.socket = %s/control.sock\n" % d)
 
 
 def write_mp3(path, seconds, hz, vol):
