@@ -49,6 +49,13 @@ let package = Package(
         .systemLibrary(name: "CEspeakNG", providers: [.apt(["libespeak-ng-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+        // Background music (docs/music.md): one shim and one thin adapter per library.
+        .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
+        .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
+        // No pkgConfig: Debian 13's libcurl.pc adds `-isystem /usr/include/mit-krb5`, a flag SwiftPM
+        // refuses with a warning; curl/curl.h is on the default include path anyway.
+        .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CMpg123", pkgConfig: "libmpg123", providers: [.apt(["libmpg123-dev"])]),
 
         .target(name: "CrierCore"),
         .target(name: "CrierPosix", dependencies: ["CrierCore"]),
@@ -59,8 +66,13 @@ let package = Package(
         .target(name: "CrierMosquitto", dependencies: ["CMosquitto"]),
         .target(name: "CrierLink", dependencies: ["CrierCore", "CrierPosix", "COpenSSL", "CrierMosquitto"]),
         .target(name: "CrierSystem", dependencies: ["CrierCore", "CrierPosix"]),
+        .target(name: "CrierMusicFile", dependencies: ["CrierCore", "CSndfile"]),
+        .target(name: "CrierSoxr", dependencies: ["CSoxr"]),
+        .target(name: "CrierHTTP", dependencies: ["CrierCore", "CCurl"]),
+        .target(name: "CrierMP3", dependencies: ["CMpg123"]),
+        .target(name: "CrierMusic", dependencies: ["CrierCore", "CrierPosix", "CrierMusicFile", "CrierSoxr", "CrierHTTP", "CrierMP3"]),
         .target(name: "CrierRuntime", dependencies: [
-            "CrierCore", "CrierPosix", "CrierAudio", "CrierSpeech", "CrierGPIO", "CrierLink", "CrierSystem",
+            "CrierCore", "CrierPosix", "CrierAudio", "CrierSpeech", "CrierGPIO", "CrierLink", "CrierSystem", "CrierMusic",
         ]),
         .executableTarget(name: "crier", dependencies: ["CrierRuntime", "CrierCore", "CrierPosix", "CrierLink"]),
 
@@ -71,6 +83,7 @@ let package = Package(
         .testTarget(name: "CrierLinkTests", dependencies: ["CrierLink", "CrierCore", "CrierPosix"]),
         .testTarget(name: "CrierSystemTests", dependencies: ["CrierSystem", "CrierCore", "CrierPosix"]),
         .testTarget(name: "CrierPosixTests", dependencies: ["CrierPosix"]),
+        .testTarget(name: "CrierMusicTests", dependencies: ["CrierMusic", "CrierMusicFile", "CrierAudio", "CrierCore", "CrierPosix"]),
     ],
     swiftLanguageModes: [.v6]
 )

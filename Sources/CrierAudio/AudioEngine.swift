@@ -69,6 +69,10 @@ public struct AudioStats: Sendable, Equatable {
     public var lastStartLatency: Double = 0
     /// Frames of silence played because a streamed clip's synthesis was behind playback.
     public var gapFrames: UInt64 = 0
+    /// Background music: ducked right now (on the way down, down, or coming back up).
+    public var musicDucked = false
+    /// Music frames the audio thread wanted but the music buffer did not have (played as silence).
+    public var musicUnderrunFrames: UInt64 = 0
 }
 
 /// The one thread that owns the ALSA PCM. From `start()` to `stop()` it keeps the device open
@@ -80,9 +84,10 @@ public final class AudioEngine: Sendable {
     let wake = WakePipe()
 
     private struct Inbox {
-        var adds: [(UInt64, Clip, Double, Double, @Sendable (ClipEnd) -> Void)] = []
+        var adds: [(UInt64, Clip, Double, Double, Bool, @Sendable (ClipEnd) -> Void)] = []
         var stops: [UInt64] = []
         var gain: Double?
+        var musicLevel: Double?
         var stopping = false
     }
 
@@ -94,10 +99,36 @@ public final class AudioEngine: Sendable {
     private let done = Mutex<(finished: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
     private let threadExited = DispatchSemaphore(value: 0)
     private let started = Atomic<Bool>(false)
+    /// Where background music comes from (docs/music.md); nil: none. Swapped, never shared
+    /// with a replaced player's thread.
+    private let musicFeed = Mutex<MusicBuffer?>(nil)
+    /// Set from the moment an alert is known (before its first sample exists) until the
+    /// speaker loop has nothing left to say: music ducks for the whole queue.
+    private let duckRequested = Atomic<Bool>(false)
+    private let musicSettings: MusicConfig
 
-    public init(config: AudioEngineConfig, log: Logger) {
+    public init(config: AudioEngineConfig, log: Logger, music: MusicConfig = MusicConfig()) {
         self.config = config
         self.log = log
+        musicSettings = music
+    }
+
+    /// Mixes music from `buffer` (interleaved float at the output format) under everything
+    /// else, from the next period on; nil: no music.
+    public func attachMusic(_ buffer: MusicBuffer?) {
+        musicFeed.withLock { $0 = buffer }
+        wake.wake()
+    }
+
+    /// Linear music level (before the master gain); ramps in over 20 ms. 0 silences it (mute).
+    public func setMusicLevel(_ g: Double) {
+        inbox.withLock { $0.musicLevel = g }
+        wake.wake()
+    }
+
+    /// Ducks the music now and keeps it down until `false` (then hold and release follow).
+    public func requestDuck(_ on: Bool) {
+        if duckRequested.exchange(on, ordering: .relaxed) != on { wake.wake() }
     }
 
     public var stats: AudioStats { statsBox.withLock { $0 } }
@@ -149,6 +180,12 @@ public final class AudioEngine: Sendable {
     /// As `play(_:gain:onDone:)`, reporting how much of the clip was heard.
     @discardableResult
     public func play(_ clip: Clip, gain: Double = 1, onEnd: @escaping @Sendable (ClipEnd) -> Void) -> UInt64 {
+        play(clip, gain: gain, ducksMusic: true, onEnd: onEnd)
+    }
+
+    /// As `play(_:gain:onEnd:)`; `ducksMusic` false for sounds music should not dip under (the click).
+    @discardableResult
+    public func play(_ clip: Clip, gain: Double, ducksMusic: Bool, onEnd: @escaping @Sendable (ClipEnd) -> Void) -> UInt64 {
         let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
         let now = Monotonic.now()
         // Streamed speech: samples the audio thread is waiting for wake it at once.
@@ -160,7 +197,7 @@ public final class AudioEngine: Sendable {
         // would ever call back (a caller waiting on it would hang).
         let refused = inbox.withLock { i -> Bool in
             if i.stopping { return true }
-            i.adds.append((id, clip, gain, now, onEnd))
+            i.adds.append((id, clip, gain, now, ducksMusic, onEnd))
             return false
         }
         if refused {
@@ -205,10 +242,64 @@ public final class AudioEngine: Sendable {
         /// Streamed clips whose synthesis fell behind (logged once per clip).
         var gapped: Set<UInt64> = []
         var lastStart: Double?
+        var music: MusicMix
+        /// Scratch block the music is read into, and what was read for the audio still queued
+        /// in the device (handed back to the buffer when that audio is taken back).
+        var musicBlock: [Float] = []
+        var musicHistory: [Float] = []
+        var musicSource: MusicBuffer?
 
         init(engine: AudioEngine) {
             self.engine = engine
             mixer = Mixer(format: engine.config.format, fadeMs: engine.config.fadeMs, headroomDb: engine.config.headroomDb)
+            music = MusicMix(rate: engine.config.format.rate, channels: engine.config.format.channels,
+                             config: engine.musicSettings, level: 0)
+        }
+
+        /// One block of the stream: music read from its buffer (levelled and ducked) under the
+        /// mixer's clips. The only place music enters the render loop.
+        mutating func render(into buf: inout [Int16], frames n: Int, historyLimit: Int, clips: Bool = true) -> Mixer.Rendered {
+            let feed = engine.musicFeed.withLock { $0 }
+            if feed !== musicSource {
+                musicSource = feed
+                musicHistory = []
+            }
+            // Nothing buffered (no source, between tracks of a stalled stream, outside
+            // music.hours): the block is mixed exactly as without music, and music fades in
+            // when it comes back. Muted music is still read (a stream stays live) at level 0.
+            guard let feed, feed.channels == mixer.format.channels, feed.filledFrames > 0 else {
+                music.starved()
+                return buf.withUnsafeMutableBufferPointer { mixer.render(into: $0, frames: n) }
+            }
+            let ch = mixer.format.channels
+            if musicBlock.count < n * ch { musicBlock = [Float](repeating: 0, count: n * ch) }
+            let got = musicBlock.withUnsafeMutableBufferPointer { feed.read(into: $0, frames: n) }
+            musicHistory.append(contentsOf: musicBlock[0..<(got * ch)])
+            if musicHistory.count > historyLimit * ch { musicHistory.removeFirst(musicHistory.count - historyLimit * ch) }
+            let duck = mixer.wantsDuck || engine.duckRequested.load(ordering: .relaxed)
+            musicBlock.withUnsafeMutableBufferPointer { music.apply($0, frames: n, available: got, duck: duck) }
+            return buf.withUnsafeMutableBufferPointer { o in
+                musicBlock.withUnsafeBufferPointer { m in
+                    let block = UnsafeBufferPointer(rebasing: m[0..<(n * ch)])
+                    return clips ? mixer.render(into: o, frames: n, music: block) : mixer.renderMusicOnly(into: o, frames: n, music: block)
+                }
+            }
+        }
+
+        /// `frames` of audio were taken back from the device: their music goes back to the buffer.
+        mutating func unreadMusic(frames: Int) {
+            guard let feed = musicSource, frames > 0 else { return }
+            let ch = mixer.format.channels
+            let k = min(frames * ch, musicHistory.count)
+            guard k > 0 else { return }
+            musicHistory.suffix(k).withUnsafeBufferPointer { feed.unread($0) }
+            musicHistory.removeLast(k)
+        }
+
+        /// Music is playing or fading: the stream is not idle silence.
+        var musicActive: Bool {
+            guard let feed = musicSource ?? engine.musicFeed.withLock({ $0 }) else { return false }
+            return !music.silentLevel && feed.filledFrames > 0
         }
 
         var log: Logger { engine.log }
@@ -224,10 +315,11 @@ public final class AudioEngine: Sendable {
             }
             if i.stopping { stopping = true }
             if let g = i.gain { mixer.setGain(g) }
-            for (id, clip, gain, at, cb) in i.adds {
+            if let g = i.musicLevel { music.setLevel(g) }
+            for (id, clip, gain, at, ducks, cb) in i.adds {
                 callbacks[id] = cb
                 enqueuedAt[id] = at
-                mixer.add(id: id, clip: clip, gain: gain)
+                mixer.add(id: id, clip: clip, gain: gain, ducks: ducks)
             }
             for id in i.stops where callbacks[id] != nil {
                 stoppedIDs.insert(id)
@@ -368,6 +460,7 @@ public final class AudioEngine: Sendable {
                     if take > 0 {
                         let got = device.rewind(take)
                         written -= UInt64(got)
+                        unreadMusic(frames: got)
                         log.debug("took back queued silence so speech starts now", ["frames": got, "ms": got * 1000 / device.format.rate])
                         engine.statsBox.withLock { $0.rewoundFrames += UInt64(got) }
                     }
@@ -388,6 +481,14 @@ public final class AudioEngine: Sendable {
                         var behind = Int(clock - Int64(written))
                         while behind > 0 {
                             let n = min(period, behind)
+                            if musicActive {
+                                // Music keeps going up to "now" (a gap of zeros would be heard).
+                                _ = render(into: &buf, frames: n, historyLimit: device.bufferFrames, clips: false)
+                                try device.write(buf, frames: n, onRecover: recovered)
+                                written += UInt64(n)
+                                behind -= n
+                                continue
+                            }
                             try device.write(zeros, frames: n, onRecover: recovered)
                             written += UInt64(n)
                             behind -= n
@@ -402,10 +503,13 @@ public final class AudioEngine: Sendable {
                 while room >= period || (added && room > 0 && device.selfPaced) {
                     let n = min(period, room)
                     let before = written
-                    let r = buf.withUnsafeMutableBufferPointer { mixer.render(into: $0, frames: n) }
+                    let r = render(into: &buf, frames: n, historyLimit: device.bufferFrames)
                     try device.write(buf, frames: n, onRecover: recovered)
                     written += UInt64(n)
                     room -= n
+                    // Writing is progress: a thread that is slower than real time (a starved
+                    // CPU) underruns and says so, but it is not stuck.
+                    progress()
                     // Established once it has taken a buffer's worth (and ≥ 250 ms): some PCMs
                     // (a file in a missing folder, a USB DAC mid-unplug) open, take a period, then fail.
                     if !firstWriteDone && written >= UInt64(max(device.bufferFrames, device.format.rate / 4)) {
@@ -428,7 +532,11 @@ public final class AudioEngine: Sendable {
                     }
                     for (id, end, heard) in r.finished { pending.append((id, before + UInt64(end), heard)) }
                 }
-                engine.statsBox.withLock { $0.framesWritten = written; $0.clamped = mixer.clampedSamples }
+                let (ducked, under) = (music.envelope.isDucked, music.underrunFrames)
+                engine.statsBox.withLock {
+                    $0.framesWritten = written; $0.clamped = mixer.clampedSamples
+                    $0.musicDucked = ducked; $0.musicUnderrunFrames = under
+                }
                 if !pending.isEmpty {
                     let played = playedPosition()
                     var still: [(UInt64, UInt64, Int)] = []
@@ -462,10 +570,11 @@ public final class AudioEngine: Sendable {
         /// Shutdown: let active clips fade, flush a little silence so the amp sees a clean edge.
         mutating func fadeOutAndClose(_ device: PCMDevice) {
             for id in mixer.activeIDs { mixer.stop(id: id) }
+            music.setLevel(0)
             let frames = device.periodFrames
             var buf = [Int16](repeating: 0, count: frames * device.format.channels)
             for _ in 0..<2 {
-                let r = buf.withUnsafeMutableBufferPointer { mixer.render(into: $0, frames: frames) }
+                let r = render(into: &buf, frames: frames, historyLimit: 0)
                 try? device.write(buf, frames: frames) { _ in }
                 for (id, _, heard) in r.finished { finish(id, .stopped, heard: heard) }
             }

@@ -159,6 +159,7 @@ public actor ButtonService {
             case .replay(let i): "replay:\(i)"
             case .acknowledge: "acknowledge"
             case .persist: "persist"
+            case .setMusic(let on): on ? "music:on" : "music:off"
             }
         }.joined(separator: ",")
     }

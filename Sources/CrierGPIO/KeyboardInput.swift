@@ -68,7 +68,7 @@ public final class KeyboardInput: ButtonInput {
         }
         _ = tcsetattr(fd, TCSANOW, &raw)
         usable = true
-        log.notice("keyboard input: + - volume, m mute, r replay, a acknowledge; M R A = hold")
+        log.notice("keyboard input: + - volume, m mute, r replay, a acknowledge, b music on/off; M R A = hold")
     }
 
     static func key(_ c: UInt8) -> (ButtonAction, hold: Bool)? {
@@ -81,6 +81,7 @@ public final class KeyboardInput: ButtonInput {
         case UInt8(ascii: "R"): (.replay, true)
         case UInt8(ascii: "a"): (.acknowledge, false)
         case UInt8(ascii: "A"): (.acknowledge, true)
+        case UInt8(ascii: "b"): (.music, false)
         default: nil
         }
     }

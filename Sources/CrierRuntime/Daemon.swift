@@ -2,6 +2,7 @@ import CrierAudio
 import CrierCore
 import CrierGPIO
 import CrierLink
+import CrierMusic
 import CrierPosix
 import CrierSpeech
 import CrierSystem
@@ -20,6 +21,9 @@ public actor Daemon {
     /// stopped, so a new engine takes over and the old one is abandoned.
     private let engineBox: Mutex<AudioEngine>
     public nonisolated var engine: AudioEngine { engineBox.withLock { $0 } }
+    /// Background music (nil: `music.source = off`); replaced, like the engine, when it stalls.
+    private let musicBox = Mutex<MusicPlayer?>(nil)
+    public nonisolated var music: MusicPlayer? { musicBox.withLock { $0 } }
     let pipeline: SpeechPipeline
     var link: (any OrderLinking)?
     /// Acks the server may not have yet, kept on the data partition across restarts.
@@ -64,7 +68,7 @@ public actor Daemon {
         self.hub = hub
         log = hub.logger("runtime")
         alertLog = hub.logger("alert")
-        engineBox = Mutex(AudioEngine(config: AudioEngineConfig(config.audio), log: hub.logger("audio")))
+        engineBox = Mutex(AudioEngine(config: AudioEngineConfig(config.audio), log: hub.logger("audio"), music: config.music))
         let speech = SpeechEngine(dataPath: config.speech.dataPath, deadline: config.speech.deadline, log: hub.logger("speech"))
         pipeline = SpeechPipeline(config: config, speech: speech, log: hub.logger("speech"))
         queue = AlertQueue(config: config.alerts, defaultLang: config.speech.lang)
@@ -84,6 +88,7 @@ public actor Daemon {
     /// Starts every part; returns once the box is up (the audio device open or being retried).
     public func start() async {
         engine.start()
+        startMusic()
         if config.status.onStart { statusPrompts.append(.started) }
         if let server = config.link.server {
             let (stream, cont) = AsyncStream.makeStream(of: LinkEvent.self)
@@ -144,6 +149,7 @@ public actor Daemon {
         link?.stop()  // flushes what it can of the acks already sent
         ackStore?.close()  // the undelivered ones wait in the file for the next start
         inboxStore?.close()
+        music?.stop()
         engine.stop()
         log.info("stopped")
     }
@@ -195,6 +201,8 @@ public actor Daemon {
             switch admission {
             case .queued:
                 alertLog.info("queued", ["id": o.id, "kind": o.kind.name, "waiting": queue.waitingCount])
+                // Music starts going down now, before the alert's first sample exists.
+                if !gains.holdAlerts { engine.requestDuck(true) }
                 if let p = currentPrompt, !gains.holdAlerts { cutPrompt(p) }
             case .alreadyQueued:
                 alertLog.info("duplicate ignored (already queued or playing)", ["id": o.id])
@@ -280,6 +288,9 @@ public actor Daemon {
                 for ack in n.expired { report(ack) }
                 alert = n.alert
             }
+            // Music stays ducked for the whole queue, released once nothing is left to say.
+            let speaking = alert != nil || !buttonPrompts.isEmpty || !requests.isEmpty || !statusPrompts.isEmpty
+            engine.requestDuck(speaking)
             if let alert {
                 await say(alert)
             } else if !buttonPrompts.isEmpty {
@@ -686,11 +697,12 @@ public actor Daemon {
     /// What was playing is said again from its start on the new one.
     public func replaceAudioEngine() {
         let old = engine
-        let fresh = AudioEngine(config: old.config, log: hub.logger("audio"))
+        let fresh = AudioEngine(config: old.config, log: hub.logger("audio"), music: config.music)
         engineBox.withLock { $0 = fresh }
         log.error("audio thread stalled; starting a new audio engine (the old thread is abandoned)")
         old.abandon()
         fresh.start()
+        fresh.attachMusic(music?.buffer)
         applyVolume(gains.alerts)
         clipDone(token: expectedClip ?? 0, ClipEnd(.shutdown, heardFrames: 0))
     }
@@ -700,12 +712,15 @@ public actor Daemon {
     func perform(_ effect: ControlEffect) {
         switch effect {
         case .click:
-            if promptGain > 0 { engine.play(Tone.beep(format: engine.config.format, hz: 1200, ms: 35, level: 0.3), gain: promptGain) }
+            if promptGain > 0 {
+                engine.play(Tone.beep(format: engine.config.format, hz: 1200, ms: 35, level: 0.3), gain: promptGain, ducksMusic: false) { _ in }
+            }
         case .say(let name):
             buttonPrompts.append(name)
         case .setGain(let g):
             let wasHeld = gains.holdAlerts
             gains = g
+            buttonsSetGain = true
             applyVolume(g.alerts)
             if let l = link { Task { if let v = await buttons?.state?.volume { l.presenceChanged(volume: v) } } }
             if wasHeld && !g.holdAlerts { log.info("mute ended; saying held alerts", ["waiting": queue.waitingCount]) }
@@ -717,6 +732,10 @@ public actor Daemon {
             if let cur = current, case .repetition = cur.alert.occasion { engine.stop(id: cur.clip) }
         case .persist:
             break  // the button service writes its own state file
+        case .setMusic(let on):
+            musicSwitchedOn = on
+            applyMusicLevel()
+            log.info(on ? "music on (button)" : "music off (button)")
         }
         poke()
     }
@@ -743,6 +762,65 @@ public actor Daemon {
         } else {
             engine.setGain(gain)
         }
+        applyMusicLevel()
+    }
+
+    // MARK: music
+
+    /// music.level_db relative to the alerts, silenced while muted (the alert floor is for
+    /// orders, not for music).
+    var buttonsSetGain = false
+    var musicLevel: Double {
+        config.music.enabled && musicSwitchedOn ? Decibel.gain(config.music.levelDb) * min(1, promptGain) : 0
+    }
+    var musicSwitchedOn = true
+
+    func applyMusicLevel() { engine.setMusicLevel(musicLevel) }
+
+    func startMusic() {
+        guard config.music.enabled else { return }
+        let player = MusicPlayer(config: config.music, format: engine.config.format, log: hub.logger("music"))
+        musicBox.withLock { $0 = player }
+        engine.attachMusic(player.buffer)
+        // The level follows the first volume the buttons set (the master gain starts at 1
+        // until then): from 0, so the music fades in over 20 ms instead of starting loud.
+        if buttonsSetGain { applyMusicLevel() }
+        player.start()
+        log.info("music starting", ["source": config.music.source.description, "level_db": ConfigValue.fmt(config.music.levelDb),
+                                    "duck_db": ConfigValue.fmt(config.music.duckDb)])
+    }
+
+    /// The supervisor saw the music thread stall (a decoder stuck in C): a new player takes
+    /// over with a fresh buffer; the old thread is left behind and can reach nothing the
+    /// alerts use. Silence for the music meanwhile, never for the alerts.
+    public func replaceMusic() {
+        guard let old = music else { return }
+        old.stop()
+        engine.attachMusic(nil)
+        musicStalls += 1
+        // Each abandoned thread keeps what it holds (a thread stuck in C cannot be freed):
+        // after a few, music stays off until crier restarts.
+        guard musicStalls <= Self.maxMusicStalls else {
+            musicBox.withLock { $0 = nil }
+            log.error("music thread stalled again (\(musicStalls) times); music is off until crier restarts; alerts are not affected; check music.source",
+                      ["source": config.music.source.description])
+            return
+        }
+        log.error("music thread stalled (stuck in a decoder or a file read); starting a new music player, the old thread is abandoned; alerts are not affected",
+                  ["stalls": musicStalls, "source": config.music.source.description])
+        startMusic()
+    }
+
+    var musicStalls = 0
+    static let maxMusicStalls = 3
+
+    nonisolated public func musicProgress() -> Double { music?.lastProgress ?? Monotonic.now() }
+
+    func musicStatus() -> MusicStatus? {
+        guard let m = music else { return nil }
+        let now = m.nowPlaying
+        return MusicStatus(kind: now.kind, state: now.state, title: now.title, location: now.location,
+                           levelDb: config.music.levelDb, silenced: musicLevel == 0, ducked: engine.stats.musicDucked)
     }
 
     // MARK: status
@@ -761,14 +839,16 @@ public actor Daemon {
         let link = LinkStatus(state: config.link.server == nil ? "off" : (linkUp ? "up" : "down"),
                               server: config.link.server?.description,
                               since: linkPrompts.downSince.map { Self.now() - $0 })
-        return StatusSnapshot(version: CrierVersion.string, deviceID: config.deviceID, time: WallClock.now(),
-                              uptime: Self.now() - started, components: components, link: link, lastError: lastError,
-                              volume: state?.volume ?? config.buttons.volumeDefault, volumeMax: config.buttons.volumeSteps,
-                              muted: state?.muted ?? false, queueLength: queue.waitingCount, lastAlerts: lastSpoken,
-                              wifi: wifi.map { w in
-                                  WifiStatus(state: w.state.rawValue, ssid: w.ssidText, network: w.associated ? w.network : nil,
-                                             signalDbm: w.signal, address: w.address, frequency: w.associated ? w.frequency : nil,
-                                             since: Self.now() - w.since)
-                              })
+        var snap = StatusSnapshot(version: CrierVersion.string, deviceID: config.deviceID, time: WallClock.now(),
+                                  uptime: Self.now() - started, components: components, link: link, lastError: lastError,
+                                  volume: state?.volume ?? config.buttons.volumeDefault, volumeMax: config.buttons.volumeSteps,
+                                  muted: state?.muted ?? false, queueLength: queue.waitingCount, lastAlerts: lastSpoken,
+                                  wifi: wifi.map { w in
+                                      WifiStatus(state: w.state.rawValue, ssid: w.ssidText, network: w.associated ? w.network : nil,
+                                                 signalDbm: w.signal, address: w.address, frequency: w.associated ? w.frequency : nil,
+                                                 since: Self.now() - w.since)
+                                  })
+        snap.music = musicStatus()
+        return snap
     }
 }

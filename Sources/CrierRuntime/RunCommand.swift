@@ -70,6 +70,7 @@ public enum RunCommand {
             var parts: [any SupervisedComponent] = [AudioComponent(daemon: daemon), SpeechComponent(daemon: daemon, deadline: config.speech.deadline)]
             if config.link.server != nil { parts.append(LinkComponent(daemon: daemon, heartbeat: config.link.heartbeat)) }
             parts.append(ButtonsComponent(daemon: daemon))
+            if config.music.enabled { parts.append(MusicComponent(daemon: daemon, stallSeconds: config.music.stallSeconds)) }
             supervisor = try Supervisor(components: parts,
                                         options: config.supervision.options, log: hub.logger("supervisor"))
         } catch {
@@ -274,6 +275,29 @@ struct AudioComponent: SupervisedComponent {
 
     func requestStop(_ reason: StopReason) {
         if reason == .stalled { Task { await daemon.replaceAudioEngine() } }
+    }
+}
+
+/// The music thread: it reconnects and retries by itself; one that stops going round (a
+/// decoder or a network call stuck in C) is replaced, and the alerts never wait for it.
+struct MusicComponent: SupervisedComponent {
+    let daemon: Daemon
+    let stallSeconds: Double
+    var name: String { "music" }
+    // Longer than the longest legitimate silence of its loop (curl reports progress at least
+    // once a second, even while connecting): music.stall_s plus 10 s.
+    var stallDeadline: Double? { stallSeconds + 10 }
+    // Music never takes the process (and so the alerts) down: a stall is detected at the
+    // earliest after stallDeadline, so this many restarts per window are never reached;
+    // Daemon.replaceMusic stops replacing after a few stalls instead.
+    var restartPolicy: RestartPolicy? { RestartPolicy(initialBackoff: 1, maxBackoff: 30, multiplier: 2, maxRestarts: 100, window: 60) }
+
+    func run(progress: ProgressHandle) async throws {
+        await progress.follow(every: 1) { daemon.musicProgress() }
+    }
+
+    func requestStop(_ reason: StopReason) {
+        if reason == .stalled { Task { await daemon.replaceMusic() } }
     }
 }
 

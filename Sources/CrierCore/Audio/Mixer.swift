@@ -23,6 +23,8 @@ public struct Mixer: Sendable {
         /// samples left, silence until more arrive, fades back in.
         var gapGain: Float = 1
         var inGap = false
+        /// Whether background music ducks under it (alerts and prompts do, the volume click not).
+        var ducks = true
     }
 
     public let format: AudioFormat
@@ -48,9 +50,13 @@ public struct Mixer: Sendable {
     public var isIdle: Bool { !voices.contains { $0.ready } }
     public var activeIDs: [UInt64] { voices.map(\.id) }
 
-    public mutating func add(id: UInt64, clip: Clip, gain: Double = 1) {
-        voices.append(Voice(id: id, clip: clip, gain: Float(gain), ready: clip.stream == nil))
+    public mutating func add(id: UInt64, clip: Clip, gain: Double = 1, ducks: Bool = true) {
+        voices.append(Voice(id: id, clip: clip, gain: Float(gain), ready: clip.stream == nil, ducks: ducks))
     }
+
+    /// A voice that ducks the music is playing (or waiting for its first streamed samples: the
+    /// duck starts before the speech is loud).
+    public var wantsDuck: Bool { voices.contains { $0.ducks } }
 
     /// Marks the streamed clips that now have enough samples to start; true when any did (the
     /// engine then treats them as just added: queued silence is taken back). Called before each
@@ -112,11 +118,24 @@ public struct Mixer: Sendable {
         }
     }
 
+    /// Renders the music block alone, the clips waiting where they are: the self-paced
+    /// device's catch-up to "now" before a new clip starts.
+    public mutating func renderMusicOnly(into out: UnsafeMutableBufferPointer<Int16>, frames: Int, music: UnsafeBufferPointer<Float>) -> Rendered {
+        let waiting = voices
+        voices = []
+        let r = render(into: out, frames: frames, music: music)
+        voices = waiting
+        return r
+    }
+
     /// Renders `frames` frames of interleaved S16 into `out` (count ≥ frames × channels).
-    public mutating func render(into out: UnsafeMutableBufferPointer<Int16>, frames: Int) -> Rendered {
+    /// `music`: interleaved music frames at this format, already levelled and ducked
+    /// (`MusicMix`), added to the speech before the master gain and the headroom.
+    public mutating func render(into out: UnsafeMutableBufferPointer<Int16>, frames: Int,
+                                music: UnsafeBufferPointer<Float>? = nil) -> Rendered {
         var result = Rendered()
         let ch = format.channels
-        if voices.isEmpty && gain == targetGain {
+        if voices.isEmpty && gain == targetGain && music == nil {
             for i in 0..<(frames * ch) { out[i] = 0 }
             return result
         }
@@ -161,6 +180,14 @@ public struct Mixer: Sendable {
         for f in 0..<frames {
             if g != targetGain {
                 g = g < targetGain ? min(targetGain, g + gainStep) : max(targetGain, g - gainStep)
+            }
+            if let m = music {
+                for c in 0..<ch {
+                    var x = (acc[f] + m[f * ch + c]) * g * scale
+                    if x > 32767 { x = 32767; clamped += 1 } else if x < -32768 { x = -32768; clamped += 1 }
+                    out[f * ch + c] = Int16(x.rounded())
+                }
+                continue
             }
             var x = acc[f] * g * scale
             if x > 32767 { x = 32767; clamped += 1 } else if x < -32768 { x = -32768; clamped += 1 }

@@ -5,6 +5,8 @@ public enum ButtonAction: String, Sendable, CaseIterable, Hashable, Comparable {
     case mute
     case replay
     case acknowledge
+    /// Background music on/off (docs/music.md); not fitted by default.
+    case music
 
     public static func < (a: ButtonAction, b: ButtonAction) -> Bool {
         allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!
@@ -15,7 +17,7 @@ public enum ButtonAction: String, Sendable, CaseIterable, Hashable, Comparable {
         switch self {
         case .volumeUp, .volumeDown: .repeating
         case .replay: .pressOrHold
-        case .mute, .acknowledge: .immediate
+        case .mute, .acknowledge, .music: .immediate
         }
     }
 }
@@ -145,6 +147,7 @@ public struct ButtonsConfig: Sendable, Equatable {
         .mute: ButtonSpec(line: .name("GPIO22")),
         .replay: ButtonSpec(line: .name("GPIO23")),
         .acknowledge: ButtonSpec(line: .name("GPIO24")),
+        .music: ButtonSpec(line: nil),
     ]
 
     /// The fitted buttons, in a stable order.

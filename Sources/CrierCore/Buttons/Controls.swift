@@ -33,6 +33,8 @@ public enum ControlEffect: Sendable, Equatable {
     case acknowledge
     /// Write this state to `state.path`.
     case persist(ControlState)
+    /// Background music on (true) or off; the level is `music.level_db` either way.
+    case setMusic(Bool)
 }
 
 /// Volume level to gain. Level 0 is `minDb` (quiet, never silent: only mute silences),
@@ -112,6 +114,9 @@ public struct Controls: Sendable {
         return startEffects
     }
 
+    /// The music button's toggle (not persisted: music is on again after a restart).
+    public private(set) var musicOn = true
+
     public var state: ControlState { ControlState(volume: volume, muted: muted, mutedSince: mutedSince) }
 
     public var gain: OutputGain {
@@ -151,6 +156,9 @@ public struct Controls: Sendable {
             return replay(index: next, now: now, historyCount: historyCount)
         case (.acknowledge, .press):
             return [.acknowledge]
+        case (.music, .press):
+            musicOn.toggle()
+            return [.setMusic(musicOn), .click]
         default:
             return []  // holds without a meaning, stuck/unstuck (the reader logs those)
         }

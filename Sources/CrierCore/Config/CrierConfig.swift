@@ -211,6 +211,7 @@ public struct CrierConfig: Sendable, Equatable {
     public var log = LogConfig()
     public var supervision = SupervisionConfig()
     public var wifi = WifiConfig()
+    public var music = MusicConfig()
 
     public init() {}
 
@@ -219,7 +220,7 @@ public struct CrierConfig: Sendable, Equatable {
     /// Every key, in the order docs and `crier check-config` print them.
     public static let schema: [ConfigKey] = generalKeys + audioKeys + speechKeys + Templates.keys + AlertConfig.keys
         + StatusPromptConfig.keys + ButtonsConfig.keys + logKeys + SupervisionConfig.keys + MQTTConfig.keys
-        + WifiConfig.keys
+        + WifiConfig.keys + MusicConfig.keys
 
     /// The effective configuration as `key = value` lines, keys in schema order.
     public func rendered(schema: [ConfigKey] = CrierConfig.schema) -> String {

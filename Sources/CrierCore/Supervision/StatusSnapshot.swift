@@ -20,6 +20,8 @@ public struct StatusSnapshot: Sendable, Equatable {
     public var lastAlerts: [AlertSummary]
     /// nil: Wi-Fi not configured.
     public var wifi: WifiStatus?
+    /// Background music; nil when `music.source = off`.
+    public var music: MusicStatus?
 
     public init(version: String, deviceID: String, time: WallTime, uptime: Double, components: [ComponentStatus],
                 link: LinkStatus, lastError: LogRecord? = nil, volume: Int, volumeMax: Int, muted: Bool,
@@ -86,6 +88,42 @@ public struct WifiStatus: Sendable, Equatable {
     }
 }
 
+/// What the music is doing (docs/music.md).
+public struct MusicStatus: Sendable, Equatable {
+    /// `files`, `stream` or `fifo`.
+    public var kind: String
+    /// `playing`, `connecting`, `reconnecting`, `waiting for the player`, `no files`, …
+    public var state: String
+    public var title: String?
+    /// File, URL or `fifo:PATH`.
+    public var location: String?
+    /// music.level_db, and whether mute (or the level) silences it now.
+    public var levelDb: Double
+    public var silenced: Bool
+    public var ducked: Bool
+
+    public init(kind: String, state: String, title: String? = nil, location: String? = nil, levelDb: Double, silenced: Bool, ducked: Bool) {
+        self.kind = kind
+        self.state = state
+        self.title = title
+        self.location = location
+        self.levelDb = levelDb
+        self.silenced = silenced
+        self.ducked = ducked
+    }
+
+    /// `playing "Song" (stream http://…), level -12 dB, ducked`.
+    public var line: String {
+        var out = state
+        if let t = title { out += " \"" + LogRecord.sanitize(t) + "\"" }
+        if let l = location { out += " (\(kind) \(LogRecord.escape(l)))" } else { out += " (\(kind))" }
+        out += ", level \(Format.fixed(levelDb, 0)) dB"
+        if silenced { out += ", muted" }
+        out += ducked ? ", ducked" : ", not ducked"
+        return out
+    }
+}
+
 public struct AlertSummary: Sendable, Equatable {
     public var time: WallTime
     public var id: String
@@ -137,7 +175,7 @@ public enum StatusFormat {
                 ("text", .string(a.text)), ("state", .string(a.state)),
             ]))
         }
-        let o = JSONObject([
+        var fields: [(String, JSONValue)] = [
             ("version", .string(s.version)), ("device", .string(s.deviceID)), ("time", .string(s.time.iso8601)),
             ("uptime_s", num(s.uptime, 0)), ("healthy", .bool(s.healthy)), ("components", .array(components)),
             ("link", .object(link)), ("last_error", lastError), ("volume", int(s.volume)),
@@ -150,7 +188,16 @@ public enum StatusFormat {
                     ("frequency_mhz", w.frequency.map(int) ?? .null), ("since_s", num(w.since, 0)),
                 ]))
             } ?? .null),
-        ])
+        ]
+        // Only with music configured (`music.source` not off): the line stays as it was without.
+        if let m = s.music {
+            fields.append(("music", .object(JSONObject([
+                ("kind", .string(m.kind)), ("state", .string(m.state)), ("title", str(m.title)),
+                ("location", str(m.location)), ("level_db", num(m.levelDb, 1)), ("muted", .bool(m.silenced)),
+                ("ducked", .bool(m.ducked)),
+            ]))))
+        }
+        let o = JSONObject(fields)
         return String(decoding: JSON.write(.object(o)), as: UTF8.self)
     }
 
@@ -177,6 +224,7 @@ public enum StatusFormat {
         }
         out += "volume: \(s.volume)/\(s.volumeMax)\(s.muted ? " (muted)" : "")\n"
         out += "queue: \(s.queueLength) waiting\n"
+        if let m = s.music { out += "music: \(m.line)\n" }
         out += "components:\n"
         let width = s.components.map(\.name.count).max() ?? 0
         for c in s.components {
