@@ -13,7 +13,7 @@ ok = True
 def bad(msg):
     global ok
     ok = False
-    print("8-music.check: FAIL: " + msg)
+    print("9-music.check: FAIL: " + msg)
 
 
 def levels(x, hz=15000.0, hop_s=0.002):
@@ -70,8 +70,8 @@ under = [l.strip() for l in open(os.path.join(res, "crier.log"), errors="replace
 # Gaps of digital silence in the music (the music thread starved under TCG) during a ramp make its
 # length unmeasurable; they are counted and a ramp failure then only noted.
 gaps = sum(1 for v in lv[int(trig / win):] if v < full * 1e-3)
-print(f"8-music.check: {gaps} windows of music underrun (silence) after the order")
-print(f"8-music.check: order sent at {trig:.2f} s, first loud speech {onset - trig:.3f} s later; music {full:.4f} before, ducked {ducked:.1f} dB during the alert, {restored:.1f} dB after; "
+print(f"9-music.check: {gaps} windows of music underrun (silence) after the order")
+print(f"9-music.check: order sent at {trig:.2f} s, first loud speech {onset - trig:.3f} s later; music {full:.4f} before, ducked {ducked:.1f} dB during the alert, {restored:.1f} dB after; "
       f"attack {attack * 1000:.0f} ms, release {release * 1000:.0f} ms; spread before the duck {spread[0]:.1f}..{spread[1]:.1f} dB; "
       f"speech {onset:.2f}-{end:.2f} s")
 if abs(ducked + 18) > 1:
@@ -80,12 +80,12 @@ if not abs(restored) < 1:
     bad(f"music {restored:.1f} dB after the alert, not restored")
 for what, got, want in (("attack", attack, 0.060), ("release", release, 0.700)):
     if not abs(got - want) <= 0.025:
-        (print if gaps else bad)(f"{'8-music.check: note, ' if gaps else ''}{what} {got * 1000:.0f} ms, not {want * 1000:.0f} ± 25"
+        (print if gaps else bad)(f"{'9-music.check: note, ' if gaps else ''}{what} {got * 1000:.0f} ms, not {want * 1000:.0f} ± 25"
                                  + (" (music underruns in the capture)" if gaps else ""))
 if spread[0] < -1.5 or spread[1] > 1.5:
     bad(f"music level not steady before the alert: {spread}")
 if under:
-    print("8-music.check: note, underruns logged (TCG starvation?): " + " | ".join(under[:5]))
+    print("9-music.check: note, underruns logged (TCG starvation?): " + " | ".join(under[:5]))
 if meta.get("gaps"):
-    print(f"8-music.check: capture restarted, silence filled in at {meta['gaps']}")
+    print(f"9-music.check: capture restarted, silence filled in at {meta['gaps']}")
 sys.exit(0 if ok else 1)
