@@ -14,6 +14,7 @@
 #   CRIER_VM_KVM=1      use KVM instead of TCG (opt-in; does not work on the CI machines)
 #   CRIER_VM_VERBOSE=1  stream the guest console while it runs
 #   CRIER_VM_TIMEOUT    seconds before a VM run is killed (default 180)
+#   CRIER_VM_SKIP="A B" scenarios that `all` leaves out (CI runs them apart)
 #   CRIER_VM_GPIOD=1|2  the libgpiod backend under test (2: the .build/gpiod2 build, libgpiod 2
 #                       from scripts/gpiod2-prefix.sh); the guest checks crier uses it
 set -euo pipefail
@@ -254,8 +255,14 @@ main() {
   local names=("$@")
   if [ "$cmd" = all ]; then
     names=(smoke)
-    local f
-    for f in "$VMDIR"/scenarios/[0-9]*.sh; do names+=("$(basename "$f" .sh)"); done
+    local f n
+    for f in "$VMDIR"/scenarios/[0-9]*.sh; do
+      n="$(basename "$f" .sh)"
+      # CRIER_VM_SKIP="9-music ...": left out of `all` (CI runs 9-music with the release build:
+      # the debug build's music thread starves under TCG on a loaded host, docs/music.md).
+      case " ${CRIER_VM_SKIP:-} " in *" $n "*) log "skip $n (CRIER_VM_SKIP)"; continue ;; esac
+      names+=("$n")
+    done
   fi
   local n failed=()
   for n in "${names[@]}"; do
