@@ -316,3 +316,17 @@ def test_killed_by_sigterm_is_a_failure_once_the_daemon_is_ready():
     r["segments"][0]["log"] = []  # before it had started: the default action of SIGTERM is fine
     r["segments"][0]["speech"] = None
     assert "stop_within_6s" not in invariants(r)
+
+
+def test_saying_length_comes_from_the_synthesized_line_since_speech_streams():
+    # Issue 16: `saying` is logged when the clip starts, before its length is known; the
+    # `synthesized` line that follows carries `seconds=`.
+    seg = {"log": [L(T0, "INFO", "alert", "saying", ids="a,b", parts=2),
+                   L(T0 + 0.01, "INFO", "alert", "synthesized", ids="a,b", seconds="3.5", synth_ms="9.0"),
+                   L(T0 + 4, "INFO", "alert", "saying", ids="c", seconds="1.5", synth_ms="2.0"),
+                   L(T0 + 6, "INFO", "alert", "saying", ids="d", parts=1),
+                   L(T0 + 6.5, "INFO", "alert", "saying", ids="e", parts=1),
+                   L(T0 + 6.6, "INFO", "alert", "synthesized", ids="d", seconds="9.9")]}
+    got = [(ids, secs) for _, ids, secs, _ in checker._sayings(seg)]
+    # d's synthesized line comes after the next saying: not d's (it was cut before its end).
+    assert got == [(["a", "b"], 3.5), (["c"], 1.5), (["d"], 0.0), (["e"], 0.0)]
