@@ -81,6 +81,9 @@ public final class MQTTLink: OrderLinking {
         ownsStores = options.ackStore == nil
         ackStore = options.ackStore ?? AckStore(path: nil, log: log, capacity: options.maxPendingAcks)
         inbox = options.inbox ?? InboxStore(path: nil, log: log)
+        // An ack goes out only once the outbox file says it may have (write-ahead): that
+        // write wakes the link to publish it.
+        ackStore.onFileWritten { [wake] in wake.wake() }
     }
 
     public var isConnected: Bool { shared.withLock { $0.connected } }
@@ -354,7 +357,7 @@ public final class MQTTLink: OrderLinking {
                 end = .failedToConnect("no \(what) within \(fmt1(options.connectTimeout)) s" + (server.isEncrypted && !conn.connacked ? " (is the broker speaking TLS on this port?)" : ""))
                 break
             }
-            let more = conn.subscribed && conn.probeMids.count < 32 && ackStore.peek { $0.hasUnwritten }
+            let more = conn.subscribed && conn.probeMids.count < 32 && ackStore.peek { $0.hasSendable }
             let timeout: Int32 = more ? 0 : 1000
             var events = Int16(POLLIN) | pollRDHUP
             if client.wantWrite { events |= Int16(POLLOUT) }
@@ -408,7 +411,7 @@ public final class MQTTLink: OrderLinking {
         let off = MQTTTopics.statusPayload(online: false, device: deviceID, version: CrierVersion.string, volume: nil, protocolVersion: nil)
         _ = client.publish(topic: topics.status, payload: off, qos: 1, retain: true)
         let until = Monotonic.now() + options.stopDrain
-        while Monotonic.now() < until, !conn.ackMids.isEmpty || ackStore.peek({ $0.hasUnwritten }) {
+        while Monotonic.now() < until, !conn.ackMids.isEmpty || ackStore.peek({ $0.hasSendable }) {
             if client.wantWrite, client.loopWrite().code != 0 { break }
             let fd = client.socket
             if fd < 0 { break }

@@ -380,6 +380,7 @@ class Broker311:
         self.stop = False
         self.sent = False
         self.on_puback = None
+        self.ack_pubacks = True  # False: the box's acks are never PUBACKed (a broker dying)
         threading.Thread(target=self.serve, daemon=True).start()
 
     @staticmethod
@@ -434,7 +435,8 @@ class Broker311:
                         topic = body[2:2 + tl].decode()
                         pid = body[2 + tl:4 + tl]
                         self.published.append((topic, body[4 + tl:].decode()))
-                        c.sendall(b"\x40\x02" + pid)
+                        if self.ack_pubacks or not topic.endswith("/acks"):
+                            c.sendall(b"\x40\x02" + pid)
                     elif kind == 0xC0:
                         c.sendall(b"\xd0\x00")
                     elif kind == 0xE0:
@@ -526,3 +528,32 @@ def test_bad_messages_on_the_order_topic_are_refused_and_the_next_order_is_still
     assert "message longer than 16384 bytes (70000)" in err
     assert "only order and cancel messages belong on crier/box1/orders, got ping" in err
     sub.stop()
+
+
+def test_an_ack_the_broker_never_confirmed_is_published_again_after_a_kill(box):
+    b = Broker311(order("NA-1"))
+    b.ack_pubacks = False
+    try:
+        box.write_conf("device.id = box1\nserver = mqtt://127.0.0.1:%d\nstate.path = %s\nstatus.on_start = off\n"
+                       "mqtt.protocol = 3.1.1\n" % (b.port, box.tmp / "state"))
+        crier = run_box(box)
+        crier.wait_for(r"INFO alert: spoken id=NA-1", timeout=40)
+        end = time.monotonic() + 10
+        while time.monotonic() < end and not [p for p in b.published if p[0] == "crier/box1/acks"]:
+            time.sleep(0.05)
+        crier.stop(signal.SIGKILL)  # the ack went out, its PUBACK never came
+        assert len([p for p in b.published if p[0] == "crier/box1/acks"]) == 1, b.published
+        b.ack_pubacks = True
+        crier = run_box(box)
+        try:
+            crier.wait_for(r"INFO alert: acked again: spoken id=NA-1", timeout=30)
+            end = time.monotonic() + 10
+            while time.monotonic() < end and len([p for p in b.published if p[0] == "crier/box1/acks"]) < 2:
+                time.sleep(0.05)
+        finally:
+            assert crier.stop() == 0
+        acks_out = [p for p in b.published if p[0] == "crier/box1/acks"]
+        assert len(acks_out) == 2 and all(a[1].startswith('{"type":"ack","id":"NA-1","status":"spoken"') for a in acks_out), b.published
+        assert len([l for l in crier.lines() if "alert: spoken id=NA-1" in l]) == 0, "not said again"
+    finally:
+        b.close()
