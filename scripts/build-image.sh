@@ -14,6 +14,8 @@
 #                keyed on the recipe and the mirror's package indexes; crier is layered onto a
 #                copy of it on every run. --no-cache: build the base root for this run only.
 #   --reuse-root the same as the default --cache (kept for older command lines).
+#   --base-cached  build nothing: exit 0 if the base root for these arguments is in the cache,
+#                1 if not (CI decides with it whether the Pi image fits its time budget).
 #
 # The recipe is image/ (package lists, mmdebstrap hooks, overlay files); this script only runs
 # it and assembles the disk without loop mounts: mmdebstrap into a directory (the base root,
@@ -30,7 +32,7 @@ set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
 ARCH="" DEB="" OUT="" MIRROR="http://deb.debian.org/debian" XZ=1 CACHE="${CRIER_IMAGE_CACHE:-/var/cache/crier-image}"
-SUITE=trixie CRIER=1
+SUITE=trixie CRIER=1 CHECK=0
 usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 while (($#)); do
   case "$1" in
@@ -44,6 +46,7 @@ while (($#)); do
     --cache) CACHE="$2"; shift 2 ;;
     --no-cache) CACHE=""; shift ;;
     --reuse-root) shift ;;
+    --base-cached) CHECK=1; shift ;;
     -h|--help) usage 0 ;;
     *) echo "build-image: unknown argument $1" >&2; usage ;;
   esac
@@ -123,7 +126,7 @@ fi
 # ---- 2. crier's .deb, in the background while the root is made ------------------------------
 # (The compiler and mmdebstrap's emulated dpkg each use about one core; on 2 cores they overlap.)
 DEB_LOG="$base.deb.log"
-if ((CRIER)) && [ -z "$DEB" ]; then
+if ((CRIER)) && ! ((CHECK)) && [ -z "$DEB" ]; then
   if [ "$SUITE" = trixie ]; then deb_cmd=(bash "$ROOT/scripts/build-deb.sh" --target "trixie-$ARCH" --fast)
   else
     [ "$ARCH" = "$(dpkg --print-architecture)" ] || fail "a bookworm $ARCH .deb is built on a $ARCH machine only: give it with --deb, or use --suite trixie"
@@ -229,6 +232,14 @@ run_base_mmdebstrap() {   # $1: target directory
   show_progress
 }
 
+if ((CHECK)); then
+  [ -n "$CACHE" ] || fail "--base-cached needs a cache (not --no-cache)"
+  KEY="$(base_key)" || fail "cannot read the mirror's InRelease files for the cache key"
+  if [ -f "$CACHE/base-$ARCH-$SUITE-$KEY/complete" ]; then
+    echo "build-image: base root $ARCH $SUITE cached (key $KEY, built $(cat "$CACHE/base-$ARCH-$SUITE-$KEY/complete"))"; exit 0
+  fi
+  echo "build-image: base root $ARCH $SUITE not cached (key $KEY)"; trap - EXIT; exit 1
+fi
 rm -rf "$WORK"; mkdir -p "$WORK"
 R="$WORK/root"
 if [ -n "$CACHE" ]; then
