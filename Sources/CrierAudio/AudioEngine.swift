@@ -242,7 +242,8 @@ public final class AudioEngine: Sendable {
         /// Streamed clips whose synthesis fell behind (logged once per clip).
         var gapped: Set<UInt64> = []
         var lastStart: Double?
-        var music: MusicMix
+        /// The music's level/duck state, with what it was for the audio still queued (rewinds).
+        var music: MusicTimeline
         /// Scratch block the music is read into, and what was read for the audio still queued
         /// in the device (handed back to the buffer when that audio is taken back).
         var musicBlock: [Float] = []
@@ -252,8 +253,8 @@ public final class AudioEngine: Sendable {
         init(engine: AudioEngine) {
             self.engine = engine
             mixer = Mixer(format: engine.config.format, fadeMs: engine.config.fadeMs, headroomDb: engine.config.headroomDb)
-            music = MusicMix(rate: engine.config.format.rate, channels: engine.config.format.channels,
-                             config: engine.musicSettings, level: 0)
+            music = MusicTimeline(MusicMix(rate: engine.config.format.rate, channels: engine.config.format.channels,
+                                           config: engine.musicSettings, level: 0))
         }
 
         /// One block of the stream: music read from its buffer (levelled and ducked) under the
@@ -263,12 +264,14 @@ public final class AudioEngine: Sendable {
             if feed !== musicSource {
                 musicSource = feed
                 musicHistory = []
+                music.forget()
             }
+            music.limit = historyLimit
             // Nothing buffered (no source, between tracks of a stalled stream, outside
             // music.hours): the block is mixed exactly as without music, and music fades in
             // when it comes back. Muted music is still read (a stream stays live) at level 0.
             guard let feed, feed.channels == mixer.format.channels, feed.filledFrames > 0 else {
-                music.starved()
+                music.starved(frames: n)
                 return buf.withUnsafeMutableBufferPointer { mixer.render(into: $0, frames: n) }
             }
             let ch = mixer.format.channels
@@ -286,11 +289,15 @@ public final class AudioEngine: Sendable {
             }
         }
 
-        /// `frames` of audio were taken back from the device: their music goes back to the buffer.
+        /// `frames` of audio were taken back from the device: their music goes back to the buffer
+        /// and the music's envelope back to where it stood at the new end of the stream.
         mutating func unreadMusic(frames: Int) {
-            guard let feed = musicSource, frames > 0 else { return }
+            guard frames > 0 else { return }
             let ch = mixer.format.channels
-            let k = min(frames * ch, musicHistory.count)
+            if musicBlock.count < ch { musicBlock = [Float](repeating: 0, count: 4096 * ch) }
+            let musicFrames = musicBlock.withUnsafeMutableBufferPointer { music.takeBack(frames: frames, scratch: $0) }
+            guard let feed = musicSource, musicFrames > 0 else { return }
+            let k = min(musicFrames * ch, musicHistory.count)
             guard k > 0 else { return }
             musicHistory.suffix(k).withUnsafeBufferPointer { feed.unread($0) }
             musicHistory.removeLast(k)
@@ -299,7 +306,7 @@ public final class AudioEngine: Sendable {
         /// Music is playing or fading: the stream is not idle silence.
         var musicActive: Bool {
             guard let feed = musicSource ?? engine.musicFeed.withLock({ $0 }) else { return false }
-            return !music.silentLevel && feed.filledFrames > 0
+            return !music.mix.silentLevel && feed.filledFrames > 0
         }
 
         var log: Logger { engine.log }
@@ -315,7 +322,7 @@ public final class AudioEngine: Sendable {
             }
             if i.stopping { stopping = true }
             if let g = i.gain { mixer.setGain(g) }
-            if let g = i.musicLevel { music.setLevel(g) }
+            if let g = i.musicLevel { music.mix.setLevel(g) }
             for (id, clip, gain, at, ducks, cb) in i.adds {
                 callbacks[id] = cb
                 enqueuedAt[id] = at
@@ -532,7 +539,7 @@ public final class AudioEngine: Sendable {
                     }
                     for (id, end, heard) in r.finished { pending.append((id, before + UInt64(end), heard)) }
                 }
-                let (ducked, under) = (music.envelope.isDucked, music.underrunFrames)
+                let (ducked, under) = (music.mix.envelope.isDucked, music.mix.underrunFrames)
                 engine.statsBox.withLock {
                     $0.framesWritten = written; $0.clamped = mixer.clampedSamples
                     $0.musicDucked = ducked; $0.musicUnderrunFrames = under
@@ -570,7 +577,7 @@ public final class AudioEngine: Sendable {
         /// Shutdown: let active clips fade, flush a little silence so the amp sees a clean edge.
         mutating func fadeOutAndClose(_ device: PCMDevice) {
             for id in mixer.activeIDs { mixer.stop(id: id) }
-            music.setLevel(0)
+            music.mix.setLevel(0)
             let frames = device.periodFrames
             var buf = [Int16](repeating: 0, count: frames * device.format.channels)
             for _ in 0..<2 {

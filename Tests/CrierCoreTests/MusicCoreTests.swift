@@ -195,6 +195,60 @@ struct MusicCoreTests {
             #expect(h.contains(minute: (after + 1439) % 1440) != h.contains(minute: after), "\(h) at \(m)")
         }
     }
+
+    /// One frame of the stream as the listener gets it: how it was last rendered.
+    struct Frame { var duck: Bool; var available: Bool; var starved: Bool; var gain: Float }
+
+    @Test("seeded renders with rewinds: what stays queued sounds as if it had never been taken back (samples and duck envelope)")
+    func timelineRewinds() {
+        var cfg = MusicConfig()
+        cfg.attackMs = 30; cfg.holdMs = 20; cfg.releaseMs = 40
+        for seed in 0..<300 {
+            var rng = SplitMix(s: UInt64(seed) &* 7919 &+ 1)
+            let rate = 8000, ch = 1 + rng.int(2), period = 16 + rng.int(200)
+            var tl = MusicTimeline(MusicMix(rate: rate, channels: ch, config: cfg, level: 1), limit: 2 * period + rng.int(600))
+            var stream: [Frame] = []
+            var scratch = [Float](repeating: 0, count: period * ch)
+            var duck = false
+            for _ in 0..<300 {
+                if rng.int(8) == 0 { duck.toggle() }
+                if rng.int(5) == 0 && tl.rewindableFrames > 0 {
+                    let k = 1 + rng.int(tl.rewindableFrames)
+                    let read = stream.suffix(k).filter { $0.available }.count
+                    let unread = scratch.withUnsafeMutableBufferPointer { tl.takeBack(frames: k, scratch: $0) }
+                    #expect(unread == read, "seed \(seed): \(unread) music frames handed back for \(read) read")
+                    stream.removeLast(k)
+                    continue
+                }
+                let n = 1 + rng.int(period)
+                if rng.int(10) == 0 {
+                    tl.starved(frames: n)
+                    stream += Array(repeating: Frame(duck: false, available: false, starved: true, gain: 0), count: n)
+                    continue
+                }
+                let got = rng.int(6) == 0 ? rng.int(n + 1) : n
+                var block = [Float](repeating: 1, count: n * ch)
+                block.withUnsafeMutableBufferPointer { tl.apply($0, frames: n, available: got, duck: duck) }
+                for f in 0..<n { stream.append(Frame(duck: duck, available: f < got, starved: false, gain: block[f * ch])) }
+            }
+            // The reference: one fresh mix run frame by frame over the stream that stayed.
+            var ref = MusicMix(rate: rate, channels: ch, config: cfg, level: 1)
+            var one = [Float](repeating: 1, count: ch)
+            var worst: (Int, Float, Float)?
+            for (i, f) in stream.enumerated() {
+                var g: Float = 0
+                if f.starved {
+                    ref.starved()
+                } else {
+                    for c in 0..<ch { one[c] = 1 }
+                    one.withUnsafeMutableBufferPointer { ref.apply($0, frames: 1, available: f.available ? 1 : 0, duck: f.duck) }
+                    g = one[0]
+                }
+                if abs(g - f.gain) > 1e-6 && worst == nil { worst = (i, f.gain, g) }
+            }
+            #expect(worst == nil, "seed \(seed): frame \(worst?.0 ?? 0) of \(stream.count) played at \(worst?.1 ?? 0), not \(worst?.2 ?? 0)")
+        }
+    }
 }
 
 @Suite("Music button")

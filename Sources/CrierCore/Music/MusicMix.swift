@@ -67,7 +67,20 @@ public struct MusicMix: Sendable {
     let resumeFrames: Int
     /// Frames into the fade-in after silence; `resumeFrames` once at full level.
     var resumed: Int
-    public private(set) var underrunFrames: UInt64 = 0
+    public internal(set) var underrunFrames: UInt64 = 0
+
+    /// Everything `apply` moves forward frame by frame: what a rewind must put back.
+    struct Position: Sendable {
+        var envelope: DuckEnvelope
+        var level: Float
+        var resumed: Int
+    }
+
+    var position: Position {
+        get { Position(envelope: envelope, level: level, resumed: resumed) }
+        // The target level is not part of it: a level change that came in meanwhile still holds.
+        set { envelope = newValue.envelope; level = newValue.level; resumed = newValue.resumed }
+    }
 
     public init(rate: Int, channels: Int, config: MusicConfig, level: Double) {
         self.channels = channels
