@@ -57,15 +57,13 @@ public final class MQTTLink: OrderLinking {
     private let ownsStores: Bool
 
     private struct Shared {
-        var started = false
-        var stopping = false
         var connected = false
-        var thread: PosixThread?
         var volume: Int?
         var volumeChanged = false
     }
     private let shared = Mutex(Shared())
-    private let wake = WakePipe()
+    private let thread = LinkThread(name: "crier-mqtt")
+    private var wake: WakePipe { thread.wake }
     private let progressNs = Atomic<Int64>(0)
 
     public var lastProgress: Double { Double(progressNs.load(ordering: .relaxed)) / 1e9 }
@@ -87,7 +85,7 @@ public final class MQTTLink: OrderLinking {
     }
 
     public var isConnected: Bool { shared.withLock { $0.connected } }
-    private var stopping: Bool { shared.withLock { $0.stopping } }
+    private var stopping: Bool { thread.stopping }
 
     public func presenceChanged(volume: Int) {
         shared.withLock { s in
@@ -106,43 +104,26 @@ public final class MQTTLink: OrderLinking {
 
     public func start() {
         guard let server = config.server else { return }
-        let go = shared.withLock { s -> Bool in
-            guard !s.started else { return false }
-            s.started = true
-            return true
-        }
-        guard go else { return }
-        if !server.isEncrypted && (config.ca != nil || !config.pins.isEmpty || config.mqtt.clientCert != nil) {
-            log.error("server.ca, server.pin and mqtt.cert only apply to mqtts:// brokers; this link is NOT encrypted or verified",
-                      ["server": server.description, "hint": "use server = mqtts://HOST:PORT in crier.conf"])
-        }
-        if !server.isEncrypted && config.mqtt.password != nil {
-            log.warning("mqtt.password travels in clear text over mqtt://", ["server": server.description, "hint": "use mqtts:// for a broker outside this LAN"])
-        }
-        if config.token != nil {
-            log.warning("server.token is not used with an MQTT broker; the box authenticates with mqtt.username/mqtt.password or mqtt.cert", ["server": server.description])
-        }
-        do {
-            let t = try PosixThread(name: "crier-mqtt") { [self] in run(server) }
-            shared.withLock { $0.thread = t }
-        } catch {
-            log.error("cannot start the link thread: \(error)")
-        }
+        thread.start(log: log, prepare: {
+            if !server.isEncrypted && (config.ca != nil || !config.pins.isEmpty || config.mqtt.clientCert != nil) {
+                log.error("server.ca, server.pin and mqtt.cert only apply to mqtts:// brokers; this link is NOT encrypted or verified",
+                          ["server": server.description, "hint": "use server = mqtts://HOST:PORT in crier.conf"])
+            }
+            if !server.isEncrypted && config.mqtt.password != nil {
+                log.warning("mqtt.password travels in clear text over mqtt://", ["server": server.description, "hint": "use mqtts:// for a broker outside this LAN"])
+            }
+            if config.token != nil {
+                log.warning("server.token is not used with an MQTT broker; the box authenticates with mqtt.username/mqtt.password or mqtt.cert", ["server": server.description])
+            }
+        }) { [self] in run(server) }
     }
 
     public func abandon() {
-        shared.withLock { $0.stopping = true }
-        wake.wake()
+        thread.abandon()
     }
 
     public func stop() {
-        let t = shared.withLock { s -> PosixThread? in
-            s.stopping = true
-            defer { s.thread = nil }
-            return s.thread
-        }
-        wake.wake()
-        t?.join()
+        thread.stop()
         if ownsStores {
             ackStore.close()
             inbox.close()

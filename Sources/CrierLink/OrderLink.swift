@@ -53,13 +53,11 @@ public final class OrderLink: Sendable {
     private let ownsStore: Bool
 
     private struct Shared {
-        var started = false
-        var stopping = false
         var connected = false
-        var thread: PosixThread?
     }
     private let shared = Mutex(Shared())
-    private let wake = WakePipe()
+    private let thread = LinkThread(name: "crier-link")
+    private var wake: WakePipe { thread.wake }
     /// Monotonic nanoseconds of the link thread's last loop: the supervisor's progress signal.
     private let progressNs = Atomic<Int64>(0)
 
@@ -92,44 +90,26 @@ public final class OrderLink: Sendable {
             log.notice("no order server configured; only local prompts will be spoken", ["hint": "set server = tcp://HOST:PORT in crier.conf"])
             return
         }
-        let go = shared.withLock { s -> Bool in
-            guard !s.started else { return false }
-            s.started = true
-            return true
-        }
-        guard go else { return }
-        if !server.isTLS && (config.ca != nil || !config.pins.isEmpty) {
-            log.error("server.ca and server.pin only apply to tls:// servers; this link is NOT encrypted or verified",
-                      ["server": server.description, "hint": "use server = tls://HOST:PORT in crier.conf"])
-        }
-        if config.key != nil {
-            log.info("signed orders required (server.key is set): unsigned or forged orders are rejected", ["server": server.description])
-        }
-        do {
-            let t = try PosixThread(name: "crier-link") { [self] in run(server) }
-            shared.withLock { $0.thread = t }
-        } catch {
-            // No progress marks follow: the supervisor replaces the link.
-            log.error("cannot start the link thread: \(error)")
-        }
+        thread.start(log: log, prepare: {
+            if !server.isTLS && (config.ca != nil || !config.pins.isEmpty) {
+                log.error("server.ca and server.pin only apply to tls:// servers; this link is NOT encrypted or verified",
+                          ["server": server.description, "hint": "use server = tls://HOST:PORT in crier.conf"])
+            }
+            if config.key != nil {
+                log.info("signed orders required (server.key is set): unsigned or forged orders are rejected", ["server": server.description])
+            }
+        }) { [self] in run(server) }
     }
 
-    /// Stops promptly (closing the connection) and joins the thread. Idempotent.
     /// Asks the thread to end without waiting for it: for a link whose thread is stuck (in a
     /// name lookup, say) and is being replaced by the supervisor.
     public func abandon() {
-        shared.withLock { $0.stopping = true }
-        wake.wake()
+        thread.abandon()
     }
 
+    /// Stops promptly (closing the connection) and joins the thread. Idempotent.
     public func stop() {
-        let t = shared.withLock { s -> PosixThread? in
-            s.stopping = true
-            defer { s.thread = nil }
-            return s.thread
-        }
-        wake.wake()
-        t?.join()
+        thread.stop()
         if ownsStore { ackStore.close() } else { ackStore.persist() }
     }
 
@@ -157,7 +137,7 @@ public final class OrderLink: Sendable {
     /// Acks the server may not have yet (written or not).
     public var pendingAcks: Int { ackStore.count }
 
-    private var stopping: Bool { shared.withLock { $0.stopping } }
+    private var stopping: Bool { thread.stopping }
 
     // MARK: the link thread
 

@@ -4,37 +4,10 @@ import Synchronization
 import Testing
 @testable import CrierAudio
 
-/// The engine against ALSA's own `file` plugin (system alsa.conf: `file:'PATH',wav` writes every
-/// frame to PATH and discards it): no sound card needed, and the test reads back exactly what was
-/// written to ALSA.
+/// The engine against ALSA's own `file` plugin (Support.swift): no sound card needed, and the
+/// test reads back exactly what was written to ALSA.
 @Suite struct AudioEngineTests {
     let rate = 48000
-
-    func tempDir() -> String {
-        let d = NSTemporaryDirectory() + "crier-audio-\(UUID().uuidString)"
-        try! FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
-        return d
-    }
-
-    func engine(_ device: String, log: MemoryLogSink, periodMs: Int = 20) -> AudioEngine {
-        var a = AudioConfig()
-        a.device = device
-        a.periodMs = periodMs
-        var c = AudioEngineConfig(a)
-        c.retryMin = 0.05
-        c.retryMax = 0.2
-        let hub = LogHub(clock: { WallTime(unixMillis: 0) })
-        hub.add(log)
-        return AudioEngine(config: c, log: hub.logger("audio"))
-    }
-
-    /// Waits on the engine's own progress (not a fixed sleep) until `frames` have been written.
-    func waitWritten(_ e: AudioEngine, atLeast frames: UInt64, timeout: Double = 5) async {
-        let start = Date()
-        while e.stats.framesWritten < frames && Date().timeIntervalSince(start) < timeout {
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-    }
 
     func tone(ms: Double, level: Double = 0.5) -> Clip {
         Tone.beep(format: AudioFormat(rate: rate, channels: 2), hz: 440, ms: ms, level: level)
@@ -44,7 +17,7 @@ import Testing
         let dir = tempDir()
         let wav = dir + "/out.wav"
         let log = MemoryLogSink()
-        let e = engine("file:'\(wav)',wav", log: log)
+        let e = engine(fileDevice(wav), log: log, fastRetry: true)
         e.start()
         await waitWritten(e, atLeast: UInt64(rate) / 4)  // 250 ms of keep-alive silence first
         let outcome = await e.playAndWait(tone(ms: 300))
@@ -73,12 +46,10 @@ import Testing
     @Test func speechDoesNotWaitForTheIdlePeriod() async throws {
         let wav = tempDir() + "/out.wav"
         // A long idle period (200 ms): a clip must still start at once, not when the period ends.
-        var a = AudioConfig()
-        a.device = "file:'\(wav)',wav"
-        var c = AudioEngineConfig(a)
-        c.periodMs = 200
-        c.bufferMs = 800
-        let e = AudioEngine(config: c, log: LogHub(clock: { WallTime(unixMillis: 0) }).logger("audio"))
+        let e = engine(fileDevice(wav), log: nil) { c in
+            c.periodMs = 200
+            c.bufferMs = 800
+        }
         e.start()
         var latencies: [Double] = []
         for _ in 0..<5 {
@@ -93,7 +64,7 @@ import Testing
 
     @Test func idleSilenceIsWrittenSeveralPeriodsPerWakeup() async throws {
         let wav = tempDir() + "/out.wav"
-        let e = engine("file:'\(wav)',wav", log: MemoryLogSink())
+        let e = engine(fileDevice(wav), log: MemoryLogSink(), fastRetry: true)
         e.start()
         await waitWritten(e, atLeast: UInt64(rate) / 2)
         e.stop()
@@ -106,7 +77,7 @@ import Testing
 
     @Test func speechAfterAnIdleBatchStartsAtNowInTheStream() async throws {
         let wav = tempDir() + "/out.wav"
-        let e = engine("file:'\(wav)',wav", log: MemoryLogSink())
+        let e = engine(fileDevice(wav), log: MemoryLogSink(), fastRetry: true)
         let t0 = Date()
         e.start()
         await waitWritten(e, atLeast: UInt64(rate) / 4)
@@ -115,7 +86,7 @@ import Testing
         let at = Date().timeIntervalSince(t0)
         _ = await e.playAndWait(tone(ms: 50))
         e.stop()
-        let x = try WAV.decode(Array(FileManager.default.contents(atPath: wav)!)).channel(0)
+        let x = try capture(wav)
         let first = try #require(Signal.firstLoud(x, threshold: 0.01))
         // At "now" (t0 is taken before the engine's own start, so `at` can only overestimate).
         #expect(Double(first) / Double(rate) > at - 0.03, "tone at \(Double(first) / Double(rate)) s, played at \(at) s")
@@ -125,7 +96,7 @@ import Testing
         let dir = tempDir() + "/later"  // does not exist yet: the file PCM cannot open
         let wav = dir + "/out.wav"
         let log = MemoryLogSink()
-        let e = engine("file:'\(wav)',wav", log: log)
+        let e = engine(fileDevice(wav), log: log, fastRetry: true)
         e.start()
         let played = Task { await e.playAndWait(tone(ms: 200)) }
         // Wait for the failure to be logged, then let the device "appear".
@@ -143,13 +114,13 @@ import Testing
         #expect(warnings.count == 1, "logged once per state change, not per retry: \(log.lines)")
         #expect(warnings.first?.contains("retrying") == true)
         #expect(log.lines.contains { $0.contains("INFO audio: opened") && $0.contains("after=") })
-        let x = try WAV.decode(Array(FileManager.default.contents(atPath: wav)!)).channel(0)
+        let x = try capture(wav)
         #expect(Signal.firstLoud(x, threshold: 0.01) != nil, "the speech queued while the device was missing was played")
     }
 
     @Test func unknownDeviceGivesAnActionableError() async throws {
         let log = MemoryLogSink()
-        let e = engine("nosuchcard_xyz", log: log)
+        let e = engine("nosuchcard_xyz", log: log, fastRetry: true)
         e.start()
         let t0 = Date()
         while log.lines.isEmpty && Date().timeIntervalSince(t0) < 5 { try? await Task.sleep(for: .milliseconds(5)) }
@@ -165,7 +136,7 @@ import Testing
     @Test(arguments: [false, true])
     func aStoppedClipReportsHowMuchWasHeard(engineStop: Bool) async throws {
         let wav = tempDir() + "/cut.wav"
-        let e = engine("file:'\(wav)',wav", log: MemoryLogSink())
+        let e = engine(fileDevice(wav), log: MemoryLogSink(), fastRetry: true)
         e.start()
         await waitWritten(e, atLeast: UInt64(rate) / 4)
         let clip = tone(ms: 3000)
@@ -183,7 +154,7 @@ import Testing
         #expect(end.outcome == .stopped)
         let heard = Double(end.heardFrames) / Double(rate)
         #expect(heard > 0.4 && heard < 1.5, "heard \(heard) s of a 3 s clip stopped after 0.7 s")
-        let x = try WAV.decode(Array(FileManager.default.contents(atPath: wav)!)).channel(0)
+        let x = try capture(wav)
         let first = try #require(Signal.firstLoud(x, threshold: 0.01))
         let last = try #require(Signal.lastLoud(x, threshold: 0.01))
         let written = Double(last - first) / Double(rate)
@@ -191,7 +162,7 @@ import Testing
     }
 
     @Test func stopEndsUnplayedClipsWithShutdown() async throws {
-        let e = engine("nosuchcard_xyz", log: MemoryLogSink())
+        let e = engine("nosuchcard_xyz", log: MemoryLogSink(), fastRetry: true)
         e.start()
         let t = Task { await e.playAndWait(tone(ms: 100)) }
         try await Task.sleep(for: .milliseconds(50))
@@ -200,7 +171,7 @@ import Testing
     }
 
     @Test(.timeLimit(.minutes(1))) func aClipPlayedAfterStopEndsAtOnceWithShutdown() async throws {
-        let e = engine("nosuchcard_xyz", log: MemoryLogSink())
+        let e = engine("nosuchcard_xyz", log: MemoryLogSink(), fastRetry: true)
         e.start()
         e.stop()
         // Before: queued in an inbox nobody drains any more, and the caller waited for ever.
@@ -209,13 +180,13 @@ import Testing
 
     @Test func gainChangeLowersLevel() async throws {
         let wav = tempDir() + "/g.wav"
-        let e = engine("file:'\(wav)',wav", log: MemoryLogSink())
+        let e = engine(fileDevice(wav), log: MemoryLogSink(), fastRetry: true)
         e.start()
         _ = await e.playAndWait(tone(ms: 200))
         e.setGain(0.5)
         _ = await e.playAndWait(tone(ms: 200))
         e.stop()
-        let x = try WAV.decode(Array(FileManager.default.contents(atPath: wav)!)).channel(0)
+        let x = try capture(wav)
         let loud = x.indices.filter { abs(x[$0]) > 0.01 }
         let firstHalf = Array(loud.prefix(while: { $0 < loud.first! + rate / 5 }))
         let secondStart = try #require(loud.first(where: { $0 > firstHalf.last! + 100 }))

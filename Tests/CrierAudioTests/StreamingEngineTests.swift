@@ -10,27 +10,6 @@ import Testing
 @Suite struct StreamingEngineTests {
     let rate = 48000
 
-    func tempDir() -> String {
-        let d = NSTemporaryDirectory() + "crier-stream-\(UUID().uuidString)"
-        try! FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
-        return d
-    }
-
-    func engine(_ wav: String, log: MemoryLogSink) -> AudioEngine {
-        var a = AudioConfig()
-        a.device = "file:'\(wav)',wav"
-        let hub = LogHub(clock: { WallTime(unixMillis: 0) })
-        hub.add(log)
-        return AudioEngine(config: AudioEngineConfig(a), log: hub.logger("audio"))
-    }
-
-    func waitWritten(_ e: AudioEngine, atLeast frames: UInt64, timeout: Double = 5) async {
-        let start = Date()
-        while e.stats.framesWritten < frames && Date().timeIntervalSince(start) < timeout {
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-    }
-
     /// A speech-like test signal: a few partials with an envelope and a pause, 0.7 s.
     func signal(seconds: Double = 0.7) -> [Float] {
         let n = Int(Double(rate) * seconds)
@@ -43,10 +22,6 @@ import Testing
         }
     }
 
-    func capture(_ wav: String) throws -> [Float] {
-        try WAV.decode(Array(FileManager.default.contents(atPath: wav)!)).channel(0)
-    }
-
     /// The samples from the first loud one to the last, with a margin.
     func heard(_ x: [Float]) throws -> ArraySlice<Float> {
         let first = try #require(Signal.firstLoud(x, threshold: 0.001))
@@ -57,7 +32,7 @@ import Testing
     func playAndCapture(_ clip: Clip, feed: (@Sendable () async -> Void)? = nil) async throws -> (x: [Float], end: ClipEnd, log: MemoryLogSink, stats: AudioStats) {
         let wav = tempDir() + "/out.wav"
         let log = MemoryLogSink()
-        let e = engine(wav, log: log)
+        let e = engine(fileDevice(wav), log: log)
         e.start()
         await waitWritten(e, atLeast: UInt64(rate) / 4)
         let end = await withCheckedContinuation { (c: CheckedContinuation<ClipEnd, Never>) in
@@ -137,7 +112,7 @@ import Testing
 
     @Test func stoppingAStreamedClipMidSynthesisCancelsTheWriter() async throws {
         let wav = tempDir() + "/out.wav"
-        let e = engine(wav, log: MemoryLogSink())
+        let e = engine(fileDevice(wav), log: MemoryLogSink())
         e.start()
         await waitWritten(e, atLeast: UInt64(rate) / 4)
         let st = ClipStream()
@@ -159,12 +134,10 @@ import Testing
 
     @Test func aStreamedClipStartsWhenItsFirstSamplesArriveNotAPeriodLater() async throws {
         let wav = tempDir() + "/out.wav"
-        var a = AudioConfig()
-        a.device = "file:'\(wav)',wav"
-        var c = AudioEngineConfig(a)
-        c.periodMs = 200
-        c.bufferMs = 800
-        let e = AudioEngine(config: c, log: LogHub(clock: { WallTime(unixMillis: 0) }).logger("audio"))
+        let e = engine(fileDevice(wav), log: nil) { c in
+            c.periodMs = 200
+            c.bufferMs = 800
+        }
         e.start()
         await waitWritten(e, atLeast: UInt64(rate) / 2)
         var latencies: [Double] = []
