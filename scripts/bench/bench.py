@@ -654,7 +654,7 @@ class Bench:
         """Order → first sound in the hw:Loopback capture of the QEMU VM, Crier and the peer in one
         VM run (scripts/bench/vm/firstsound.sh); under TCG the ratio is the figure."""
         n = 3 if self.quick else 5
-        env = dict(os.environ, CRIER_BIN=self.crier, BENCH_FS_N=str(n), CRIER_VM_TIMEOUT="900")
+        env = dict(os.environ, CRIER_BIN=self.crier, CRIER_VM_BENCH_N=str(n), CRIER_VM_TIMEOUT="900")
         l0 = os.getloadavg()[0]
         r = subprocess.run(["bash", os.path.join(ROOT, "scripts", "vm-test.sh"), "../../bench/vm/firstsound"], env=env,
                            capture_output=True, text=True, timeout=1200)

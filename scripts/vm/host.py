@@ -73,7 +73,9 @@ with open(os.path.join(res, "job.env"), "w") as f:
             f"CRIER_VM_GPIOD='{os.environ.get('CRIER_VM_GPIOD', '')}'\n"
             f"CRIER_VM_LD_LIBRARY_PATH='{guest_ld}'\n"
             # 8-wifi: 1 = the AP offers WPA3-SAE only (default WPA2-PSK)
-            f"CRIER_VM_WIFI_SAE='{os.environ.get('CRIER_VM_WIFI_SAE', '')}'\n")
+            f"CRIER_VM_WIFI_SAE='{os.environ.get('CRIER_VM_WIFI_SAE', '')}'\n"
+            # benchmark scenarios (scripts/bench/vm): repetitions per measurement, empty = their default
+            f"CRIER_VM_BENCH_N='{os.environ.get('CRIER_VM_BENCH_N', '')}'\n")
 
 lock = threading.Lock()
 ctl_conn = None
