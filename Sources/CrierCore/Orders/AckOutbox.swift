@@ -63,7 +63,15 @@ public struct AckOutbox: Sendable {
     /// Forgotten on reconnect: a server that redelivers on a new connection did not keep the
     /// ack and must get it again. Stale entries dropped by the first confirmation are not
     /// here: that the server has them is only inferred, so a later redelivery is answered.
-    private var deliveredHere: [String: Ack.Status] = [:]
+    /// Only the newest `deliveredMemory` are kept: a redelivery crosses an ack within a round
+    /// trip, not thousands of acks later, and a map that grew to 10 000 ids before being reset
+    /// was most of the anonymous memory a long run added (issue 16). At worst, an ack older
+    /// than that is sent twice, which the protocol allows.
+    private var deliveredHere = RecentOutcomes<Ack.Status>(capacity: AckOutbox.deliveredMemory)
+    /// How many confirmed acks `deliveredHere` remembers.
+    static let deliveredMemory = 1024
+    /// Confirmed acks remembered against crossed redeliveries (for tests: stays ≤ its bound).
+    var deliveredRemembered: Int { deliveredHere.count }
     /// Acks dropped because `capacity` was reached (for the log).
     public private(set) var dropped = 0
     /// The file's content no longer matches `entries`.
@@ -148,7 +156,7 @@ public struct AckOutbox: Sendable {
         staleThrough = written
         probes = []
         pongsUnreliable = false
-        deliveredHere = [:]
+        deliveredHere = RecentOutcomes(capacity: Self.deliveredMemory)
     }
 
     /// Marks every entry not yet written as "may have been written" for the file: the first
@@ -284,7 +292,6 @@ public struct AckOutbox: Sendable {
     private mutating func confirm(through seq: UInt64) -> Int {
         let n = index(after: seq)
         guard n > 0 else { return 0 }
-        if deliveredHere.count + n > 10_000 { deliveredHere = [:] }  // bounded; at worst an ack is sent twice
         for e in entries[..<n] {
             seqOf[e.ack.id] = nil
             if e.seq > staleThrough { deliveredHere[e.ack.id] = e.ack.status }

@@ -200,6 +200,7 @@ public struct AlertQueue: Sendable {
         if waitingIDs.contains(id), let i = waiting.firstIndex(where: { $0.order.id == id }) {
             waiting.remove(at: i)
             waitingIDs.remove(id)
+            releaseSpareStorage()
             outcomes[id] = .cancelled
             return Cancellation(ack: Ack(id: id, status: .cancelled), wasPlaying: false, stoppedRepeats: stopped)
         }
@@ -236,6 +237,7 @@ public struct AlertQueue: Sendable {
             return true
         }
         repeating.removeAll { r in !r.playing && (r.expiresAt.map { $0 <= now } ?? false) }
+        if !acks.isEmpty { releaseSpareStorage() }
         return acks
     }
 
@@ -427,8 +429,34 @@ public struct AlertQueue: Sendable {
             e.front = false
             inFlight[e.order.id] = e
         }
+        releaseSpareStorage()
         return Alert(orders: entries.map(\.order), lang: h.lang, occasion: .first)
     }
+
+    /// Swift arrays and sets never give back capacity: after a burst of 10 000 orders the
+    /// waiting list kept room for 10 000 entries (~2 MB) for the rest of the process (issue 16).
+    /// Once the burst has been said, that room goes back to the allocator. Only when empty:
+    /// shrinking while it drains would copy what is left into new blocks, which glibc then keeps
+    /// as free space in its arenas (measured: the process's anonymous memory did not go down).
+    private mutating func releaseSpareStorage() {
+        guard waiting.isEmpty, waiting.capacity > Self.keptCapacity || waitingIDs.capacity > Self.keptCapacity else { return }
+        waiting = []
+        waitingIDs = []
+    }
+
+    /// Room for waiting orders not worth giving back: what ordinary traffic needs.
+    static let keptCapacity = 64
+
+    /// Ids the dedupe memory keeps alive, and the room its storage holds (for tests: bounded by
+    /// `remember` whatever the traffic).
+    var rememberedFootprint: (ids: Int, slots: Int) {
+        (outcomes.orderCount + rejections.orderCount,
+         outcomes.storageCapacity.status + outcomes.storageCapacity.order
+            + rejections.storageCapacity.status + rejections.storageCapacity.order)
+    }
+
+    /// Room the waiting list and its id set hold (for tests: it must follow the queue down).
+    var waitingStorageCapacity: (list: Int, ids: Int) { (waiting.capacity, waitingIDs.capacity) }
 
     private func repeatIndex(_ alert: Alert) -> Int? {
         let ids = alert.orderIDs
@@ -448,31 +476,37 @@ public struct AlertQueue: Sendable {
 }
 
 /// The last `capacity` final outcomes by id (insertion order; an update keeps its place).
+///
+/// Insertion order is a ring of exactly `capacity` ids: the slot at `oldest` is overwritten
+/// (and its id forgotten) by the next new id. An append-and-compact list here kept up to 4096
+/// forgotten ids alive past the bound, and a count-then-reset map elsewhere grew to 10 000, so
+/// anonymous memory climbed through a 10 000-alert run (issue 16); a ring holds what it claims.
 struct RecentOutcomes<Value: Sendable>: Sendable {
     let capacity: Int
     private var status: [String: Value] = [:]
-    private var order: [String] = []
-    private var head = 0
+    private var ring: [String] = []
+    /// Index in `ring` of the oldest id once the ring is full.
+    private var oldest = 0
 
-    init(capacity: Int) { self.capacity = capacity }
+    init(capacity: Int) { self.capacity = max(1, capacity) }
 
     var count: Int { status.count }
+    /// Ids kept alive by the insertion order (equal to `count`: nothing forgotten is held).
+    var orderCount: Int { ring.count }
+    /// Slots the storage has room for (for tests: it must not grow past the bound).
+    var storageCapacity: (status: Int, order: Int) { (status.capacity, ring.capacity) }
 
     subscript(id: String) -> Value? {
         get { status[id] }
         set {
-            guard let newValue else { return }
-            if status.updateValue(newValue, forKey: id) == nil {
-                order.append(id)
-                if status.count > capacity {
-                    status[order[head]] = nil
-                    head += 1
-                    if head > 4096, head * 2 > order.count {
-                        order.removeFirst(head)
-                        head = 0
-                    }
-                }
+            guard let newValue, status.updateValue(newValue, forKey: id) == nil else { return }
+            if ring.count < capacity {
+                ring.append(id)
+                return
             }
+            status[ring[oldest]] = nil
+            ring[oldest] = id
+            oldest = (oldest + 1) % capacity
         }
     }
 }
