@@ -3,11 +3,12 @@
 # and writes docs/benchmarks.md. A benchmark, not a test: it prints, and exits non-zero only if
 # something broke (never because of a time).
 #
-#   scripts/bench.sh [--quick] [--vm auto|on|off] [--only firstsound,latency,idle,start,reconnect,peermem,burst,static,alerts,vm]
+#   scripts/bench.sh [--quick] [--vm auto|on|off] [--only firstsound,latency,idle,start,reconnect,peermem,burst,static,alerts,vm,vmfirstsound]
 #   scripts/bench.sh --only mqtt      the MQTT fleet table (scripts/bench/mqtt_fleet.py), printed only
 #
-# Full run ≈ 12-15 min (100 latency orders each, 60 s idle, 1 000 alerts, the VM idle scenario
-# through scripts/vm-test.sh); --quick ≈ 3 min (20 orders, 10 s idle, 100 alerts, no VM, no
+# Full run ≈ 19 min without the alerts step (100 latency orders each, 60 s idle, the VM idle and
+# first-sound scenarios through scripts/vm-test.sh, ~4 + ~8 min); the alerts step (10 000 paced
+# alerts, ~26 min) runs beside the others (`--skip alerts` leaves it out); --quick ≈ 3 min (20 orders, 10 s idle, 100 alerts, no VM, no
 # static build). Builds are not counted in those times.
 # See docs/benchmarks.md for what each number means.
 set -euo pipefail
