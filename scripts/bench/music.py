@@ -16,6 +16,7 @@ test. Prints a table; exits non-zero only if something broke, never because of a
 import argparse
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -101,12 +102,45 @@ def cpu_run(b, name, extra, feeder=None, seconds=20):
             "underruns": sum(1 for _, l in p.lines() if "underrun" in l)}
 
 
+def vm_rows(crier, secs):
+    """CPU of music on a clock-driven device: the VM tier's hw:Loopback under TCG (~100× native)."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, CRIER_BIN=crier, CRIER_VM_BENCH_N=str(secs))
+    l0 = os.getloadavg()[0]
+    r = subprocess.run(["bash", os.path.join(root, "scripts", "vm-test.sh"), "../../bench/vm/music"], env=env,
+                       capture_output=True, text=True, timeout=900)
+    m = re.search(r"run dir (\S+)", r.stdout + r.stderr)
+    path = os.path.join(m.group(1), "results", "bench.txt") if m else ""
+    rows = {}
+    if path and os.path.exists(path):
+        for line in open(path):
+            name, _, rest = line.strip().partition(" ")
+            if name.startswith("music_"):
+                rows[name[6:]] = {kv.split("=")[0]: float(kv.split("=")[1]) for kv in rest.split()}
+    if r.returncode != 0 or len(rows) < 3:
+        raise Broken("VM music run failed (exit %s):\n  %s" % (r.returncode, "\n  ".join((r.stdout + r.stderr).splitlines()[-25:])))
+    print()
+    print("| music on hw:Loopback in the VM (TCG, release build, %d s each; load %.2f→%.2f) | CPU total (%% of one vCPU) | crier-music | crier-audio | wakeups/s |" % (
+        secs, l0, os.getloadavg()[0]))
+    print("|---|---|---|---|---|")
+    for key, label in (("none", "no music"), ("mp3", "MP3 44.1 kHz → 48 kHz"), ("fifo", "FIFO 44100:16:2 → 48 kHz")):
+        v = rows[key]
+        print("| %s | %.2f | %.2f | %.2f | %.1f |" % (label, v["cpu_pct"], v["music_pct"], v["audio_pct"], v["wakeups"]))
+    print("run dir: %s" % m.group(1))
+
+
 def main():
     global MUSIC
     ap = argparse.ArgumentParser()
     ap.add_argument("--crier", required=True)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--vm", action="store_true", help="also the CPU rows on hw:Loopback in the QEMU VM (scripts/bench/vm/music.sh)")
+    ap.add_argument("--vm-only", action="store_true", help="only the VM rows")
     a = ap.parse_args()
+    if a.vm or a.vm_only:
+        vm_rows(os.path.abspath(a.crier), 10 if a.quick else 30)
+        if a.vm_only:
+            return 0
     work = tempfile.mkdtemp(prefix="crier-bench-music-")
     b = MusicBench(os.path.abspath(a.crier), a.quick, work)
     secs = 8 if a.quick else 20

@@ -6,30 +6,7 @@
 # Results: $RESULTS/bench.txt, one "name key=value..." line per measurement.
 # Not a test: it fails only if a process dies.
 : "${BENCH_IDLE_S:=60}"
-measure() {  # measure NAME PID: sample the process for BENCH_IDLE_S seconds
-  python3 - "$1" "$2" "$BENCH_IDLE_S" >> "$RESULTS/bench.txt" <<'PY'
-import os, sys, time
-name, pid, secs = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
-def counters():
-    out = {}
-    for t in os.listdir("/proc/%d/task" % pid):
-        try:
-            cpu = int(open("/proc/%d/task/%s/schedstat" % (pid, t)).read().split()[0])
-            st = dict(l.split(":", 1) for l in open("/proc/%d/task/%s/status" % (pid, t)) if ":" in l)
-            out[t] = (cpu, int(st["voluntary_ctxt_switches"]), int(st["nonvoluntary_ctxt_switches"]))
-        except (OSError, KeyError):
-            pass
-    return out
-a, t0 = counters(), time.monotonic_ns()
-time.sleep(secs)
-b, t1 = counters(), time.monotonic_ns()
-d = [tuple(y - x for x, y in zip(a.get(k, (0, 0, 0)), v)) for k, v in b.items()]
-dt = (t1 - t0) / 1e9
-hwm = [l.split()[1] for l in open("/proc/%d/status" % pid) if l.startswith("VmHWM")][0]
-print("%s cpu_pct=%.3f wakeups=%.1f invol=%.1f seconds=%.1f threads=%d hwm_kb=%s" % (
-    name, 100.0 * sum(x[0] for x in d) / (t1 - t0), sum(x[1] for x in d) / dt, sum(x[2] for x in d) / dt, dt, len(b), hwm))
-PY
-}
+source "$REPO/scripts/bench/vm/measure.sh"   # measure NAME PID
 hwparams() { grep -E '^(period_size|buffer_size|rate):' /proc/asound/Loopback/pcm0p/sub0/hw_params | tr '\n' ' '; }
 
 crier_config "status.on_start = off" "status.on_link_up = off"
