@@ -294,7 +294,8 @@ public final class AudioEngine: Sendable {
         mutating func unreadMusic(frames: Int) {
             guard frames > 0 else { return }
             let ch = mixer.format.channels
-            if musicBlock.count < ch { musicBlock = [Float](repeating: 0, count: 4096 * ch) }
+            // `musicBlock` has held every block rendered with music, so it is scratch enough for
+            // re-running the part of one that stays (blocks without music need none).
             let musicFrames = musicBlock.withUnsafeMutableBufferPointer { music.takeBack(frames: frames, scratch: $0) }
             guard let feed = musicSource, musicFrames > 0 else { return }
             let k = min(musicFrames * ch, musicHistory.count)
