@@ -7,8 +7,9 @@
 #
 # DIR/ca.key.pem, ca.cert.pem           test CA (self-signed)
 # DIR/signing.key.pem, signing.cert.pem a bundle signing certificate issued by that CA
-#                                       (keyUsage digitalSignature, extendedKeyUsage codeSigning,
-#                                       so a keyring may also be checked with check-purpose=codesign)
+#                                       (keyUsage digitalSignature, extendedKeyUsage codeSigning +
+#                                       emailProtection: rauc 1.8 checks the smimesign purpose by default;
+#                                       codeSigning lets a box use check-purpose=codesign)
 # DIR/keyring.pem                       what goes onto the box (build-image.sh --keyring): the CA cert
 # DIR/other/…                           the same again from a second, unrelated CA: bundles signed
 #                                       with it must be refused by DIR/keyring.pem
@@ -20,7 +21,7 @@ DIR="" DAYS=3650
 while (($#)); do
   case "$1" in
     --days) DAYS="$2"; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "bundle-keys: unknown argument $1" >&2; exit 2 ;;
     *) [ -z "$DIR" ] || { echo "bundle-keys: one DIR only" >&2; exit 2; }; DIR="$1"; shift ;;
   esac
@@ -45,7 +46,7 @@ make_pki() {
 [signer]
 basicConstraints = critical, CA:FALSE
 keyUsage = critical, digitalSignature
-extendedKeyUsage = critical, codeSigning
+extendedKeyUsage = codeSigning, emailProtection
 subjectKeyIdentifier = hash
 authorityKeyIdentifier = keyid:always
 EOF
