@@ -23,3 +23,6 @@ CRIER_BIN="$(swift build --show-bin-path)/crier" /usr/bin/python3 -m pytest -q T
 
 echo "== board support tests (pin map, systemd unit and sandbox, .deb)"
 CRIER_BIN="$(swift build --show-bin-path)/crier" /usr/bin/python3 -m pytest -q Tests/board
+
+echo "== bundle tests (signed RAUC bundles from a tiny test image)"
+/usr/bin/python3 -m pytest -q Tests/bundle
