@@ -35,27 +35,11 @@ done
 for f in "$IMAGE" "$ROOTFS"; do [ -z "$f" ] || [ -f "$f" ] || { echo "build-bundle: $f: no such file" >&2; exit 1; }; done
 case "$CERT$KEY" in *pkcs11:*) ;; *) for f in "$CERT" "$KEY"; do [ -f "$f" ] || { echo "build-bundle: $f: no such file" >&2; exit 1; }; done ;; esac
 
-T0=$(date +%s.%N) TS=$T0 STEP=""
-elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
-step() {
-  [ -n "$STEP" ] && printf '[build-bundle %6ss]   done: %s (%ss)\n' "$(elapsed "$T0")" "$STEP" "$(elapsed "$TS")"
-  STEP="$*" TS=$(date +%s.%N)
-  [ -n "$STEP" ] && printf '[build-bundle %6ss] %s\n' "$(elapsed "$T0")" "$STEP"
-  return 0
-}
-fail() { echo "build-bundle: FAILED in step '$STEP': $*" >&2; exit 1; }
+source "$(dirname "$0")/steps.sh"
+steps_init build-bundle
 
 step "host packages"
-missing=()
-for p in rauc squashfs-tools openssl e2fsprogs fdisk; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  [ "$(id -u)" = 0 ] || fail "needs ${missing[*]}: apt-get install ${missing[*]} (as root)"
-  echo "  installing ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+host_packages rauc squashfs-tools openssl e2fsprogs fdisk
 
 base="${IMAGE:-$ROOTFS}"; base="${base%.img}"; base="${base%.ext4}"
 WORK="$(mktemp -d "$(dirname "$base")/.bundle.XXXXXX")"

@@ -87,16 +87,9 @@ export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(git -C "$ROOT" log -1 --format=
 BASE_EPOCH="$(git -C "$ROOT" log -1 --format=%ct -- image scripts/build-image.sh 2>/dev/null || true)"
 BASE_EPOCH="${BASE_EPOCH:-$SOURCE_DATE_EPOCH}"
 
-# ---- progress: one line per step, with the step's and the total elapsed time ----------------
-T0=$(date +%s.%N) TS=$T0 STEP=""
-elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
-step() {
-  [ -n "$STEP" ] && printf '[build-image %6ss]   done: %s (%ss)\n' "$(elapsed "$T0")" "$STEP" "$(elapsed "$TS")"
-  STEP="$*" TS=$(date +%s.%N)
-  [ -n "$STEP" ] && printf '[build-image %6ss] %s\n' "$(elapsed "$T0")" "$STEP"
-  return 0
-}
-fail() { echo "build-image: FAILED in step '$STEP': $*" >&2; exit 1; }
+# ---- progress: one line per step, with the step's and the total elapsed time (steps.sh) -----
+source "$(dirname "$0")/steps.sh"
+steps_init build-image
 DEB_PID=""
 trap 'rc=$?; [ -z "$DEB_PID" ] || kill "$DEB_PID" 2>/dev/null || true; [ $rc = 0 ] || echo "build-image: failed (exit $rc) in step \"$STEP\"; log: $LOG" >&2' EXIT
 
@@ -106,15 +99,7 @@ HOST_PKGS=(mmdebstrap dosfstools mtools e2fsprogs fdisk xz-utils)
 [ "$ARCH" = arm64 ] && [ "$(dpkg --print-architecture)" != arm64 ] &&
   HOST_PKGS+=(qemu-user-static binfmt-support arch-test)
 [ "$ARCH" = arm64 ] && HOST_PKGS+=(device-tree-compiler python3)   # the Pi audio overlays (customize-raspi.sh)
-missing=()
-for p in "${HOST_PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "  installing ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+host_packages "${HOST_PKGS[@]}"
 
 if [ "$ARCH" = arm64 ] && [ "$(dpkg --print-architecture)" != arm64 ]; then
   step "binfmt_misc for arm64 (qemu-user-static)"
