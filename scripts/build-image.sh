@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# Builds a flashable Crier disk image (MBR: FAT32 boot + read-only ext4 root + small ext4 data)
-# from Debian 13 "trixie" packages (or Debian 12 "bookworm" with --suite bookworm).
+# Builds a flashable Crier disk image (MBR: FAT32 boot, two read-only ext4 root slots A and B for
+# A/B updates (B empty), a small ext4 data partition) from Debian 13 "trixie" packages (or
+# Debian 12 "bookworm" with --suite bookworm).
 #
 #   scripts/build-image.sh --arch amd64|arm64 [--suite trixie|bookworm] [--deb FILE | --no-crier]
 #                          [--out FILE] [--mirror URL] [--no-xz] [--cache DIR | --no-cache]
+#                          [--keyring FILE]
 #
 #   --deb FILE   the crier package to put in. Without it the package is built here, in the
 #                background while the root is made: trixie: scripts/build-deb.sh --target
 #                trixie-<arch> (the cached Debian 13 roots, built first if missing; arm64 is
 #                cross-compiled); bookworm: scripts/build-deb.sh (the host's Swift).
 #   --no-crier   no crier: the runtime libraries and the boot layout only.
+#   --keyring F  the CA certificate(s) (PEM) bundles must be signed under, installed as
+#                /etc/rauc/keyring.pem (docs/updates.md). Without it the image refuses every bundle.
 #   --cache DIR  where the base root lives (default /var/cache/crier-image): everything but crier,
 #                keyed on the recipe and the mirror's package indexes; crier is layered onto a
 #                copy of it on every run. --no-cache: build the base root for this run only.
@@ -32,8 +36,8 @@ set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
 ARCH="" DEB="" OUT="" MIRROR="http://deb.debian.org/debian" XZ=1 CACHE="${CRIER_IMAGE_CACHE:-/var/cache/crier-image}"
-SUITE=trixie CRIER=1 CHECK=0
-usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+SUITE=trixie CRIER=1 CHECK=0 KEYRING=""
+usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 while (($#)); do
   case "$1" in
     --arch) ARCH="$2"; shift 2 ;;
@@ -47,6 +51,7 @@ while (($#)); do
     --no-cache) CACHE=""; shift ;;
     --reuse-root) shift ;;
     --base-cached) CHECK=1; shift ;;
+    --keyring) KEYRING="$2"; shift 2 ;;
     -h|--help) usage 0 ;;
     *) echo "build-image: unknown argument $1" >&2; usage ;;
   esac
@@ -69,6 +74,10 @@ check_deb() {
     return 1
   fi
 }
+if [ -n "$KEYRING" ]; then
+  grep -q 'BEGIN CERTIFICATE' "$KEYRING" 2>/dev/null || { echo "build-image: --keyring $KEYRING: not a PEM certificate file" >&2; exit 1; }
+  KEYRING="$(realpath "$KEYRING")"
+fi
 if [ -n "$DEB" ]; then
   [ -f "$DEB" ] || { echo "build-image: --deb $DEB: no such file" >&2; exit 1; }
   DEB="$(realpath "$DEB")"
@@ -99,6 +108,7 @@ HOST_PKGS=(mmdebstrap dosfstools mtools e2fsprogs fdisk xz-utils)
 [ "$ARCH" = arm64 ] && [ "$(dpkg --print-architecture)" != arm64 ] &&
   HOST_PKGS+=(qemu-user-static binfmt-support arch-test)
 [ "$ARCH" = arm64 ] && HOST_PKGS+=(device-tree-compiler python3)   # the Pi audio overlays (customize-raspi.sh)
+[ "$ARCH" = arm64 ] && HOST_PKGS+=(u-boot-tools)                    # mkimage: boot.scr (customize-raspi.sh)
 host_packages "${HOST_PKGS[@]}"
 
 if [ "$ARCH" = arm64 ] && [ "$(dpkg --print-architecture)" != arm64 ]; then
@@ -299,6 +309,12 @@ else
 fi
 # Leftovers of that dpkg run (mmdebstrap cleaned the same for the base).
 rm -f "$R"/var/lib/dpkg/*-old "$R"/var/cache/debconf/*-old "$R"/var/log/dpkg.log "$R"/var/log/alternatives.log
+if [ -n "$KEYRING" ]; then
+  install -D -m 0644 "$KEYRING" "$R/etc/rauc/keyring.pem"
+  echo "  RAUC keyring: $(grep -c 'BEGIN CERTIFICATE' "$KEYRING") certificate(s) from $KEYRING"
+else
+  echo "  RAUC keyring: none (--keyring not given): this image refuses every update bundle"
+fi
 sh "$ROOT/image/hooks/customize-final.sh" "$R" | sed 's/^/  /'
 
 # ---- 5. manifest -----------------------------------------------------------------------------
@@ -336,7 +352,8 @@ if [ "$ARCH" = amd64 ]; then
   kver="$(ls "$R"/boot/vmlinuz-* | sort -V | tail -1)"; kver="${kver##*/vmlinuz-}"
   cp "$R/boot/vmlinuz-$kver" "$base.vmlinuz"
   cp "$R/boot/initrd.img-$kver" "$base.initrd"
-  echo "root=LABEL=crier-root ro console=ttyS0,115200 quiet" > "$base.cmdline"
+  # Slot A (partition 2) by its PARTUUID, and rauc.slot=A: RAUC reads the booted slot from it.
+  echo "root=PARTUUID=43524945-02 ro console=ttyS0,115200 quiet rauc.slot=A" > "$base.cmdline"
   echo "  kernel $kver, initrd $(du -h "$base.initrd" | cut -f1), cmdline: $(cat "$base.cmdline")"
 fi
 ls "$WORK/bootfs" | sed 's/^/  /' | paste -sd' ' | cut -c1-200
@@ -360,6 +377,8 @@ while read -r src target _; do
 done < <(awk '$1 ~ "^/var/lib/crier-data/" && $3 == "none" && $4 ~ /(^|,)bind(,|$)/ { print $1, $2 }' "$R/etc/fstab")
 ((binds)) || fail "the image's fstab bind-mounts nothing from /var/lib/crier-data"
 mkdir -p "$R/var/lib/crier-data"
+# RAUC's data-directory (/etc/rauc/system.conf): slot status that must outlive the slots.
+mkdir -p "$WORK/data/rauc"
 # systemd's tmpfiles.d/dbus.conf wants /var/lib/dbus/machine-id -> /etc/machine-id and makes it at
 # every boot if missing, which the read-only root refuses. customize-system.sh ran
 # systemd-tmpfiles, but mmdebstrap's final cleanup deletes this link again (it may carry the
@@ -385,6 +404,10 @@ rm -f "$WORK/root.ext4"; truncate -s "${ROOT_MB}M" "$WORK/root.ext4"
 E2FSPROGS_FAKE_TIME=$SOURCE_DATE_EPOCH mkfs.ext4 -q -F -L crier-root -m 1 -J size=8 -d "$R" "$WORK/root.ext4" "${ROOT_MB}M"
 e2fsck -fn "$WORK/root.ext4" >/dev/null 2>&1 || fail "e2fsck found errors in the new root file system"
 echo "  ${ROOT_MB} MiB, ${used} MiB used"
+# Each slot partition is twice today's root (at least 1 GiB on the Pi, 512 MiB on amd64), so a
+# later, larger root still fits slot B and then A: partitions never move on a box in the field.
+SLOT_MB=$(( (ROOT_MB * 2 + 63) / 64 * 64 )); MIN_SLOT=512; [ "$ARCH" = arm64 ] && MIN_SLOT=1024
+((SLOT_MB >= MIN_SLOT)) || SLOT_MB=$MIN_SLOT
 
 step "ext4 data file system crier-data (mkfs.ext4 -d)"
 # Small in the image; grown online to the end of the card on first boot. 4 KiB blocks and the
@@ -400,20 +423,23 @@ echo "  ${DATA_MB} MiB, $(du -sk "$WORK/data" | cut -f1) KiB used"
 # ---- 8. disk image ---------------------------------------------------------------------------
 step "partition table + assembly (sfdisk on a sparse file, dd)"
 rm -f "$OUT" "$OUT.xz" "$OUT.xz.sha256"
-TOTAL_MB=$((4 + BOOT_MB + ROOT_MB + DATA_MB))
+# The disk identifier 0x43524945 ("CRIE") makes the PARTUUIDs 43524945-01..04 that the boot
+# script, the amd64 command line and /etc/rauc/system.conf name the slots by.
+TOTAL_MB=$((4 + BOOT_MB + 2 * SLOT_MB + DATA_MB))
 truncate -s "${TOTAL_MB}M" "$OUT"
 sfdisk -q "$OUT" <<EOF
 label: dos
 label-id: 0x43524945
 unit: sectors
 start=$((4 * 2048)), size=$((BOOT_MB * 2048)), type=c, bootable
-start=$(((4 + BOOT_MB) * 2048)), size=$((ROOT_MB * 2048)), type=83
-start=$(((4 + BOOT_MB + ROOT_MB) * 2048)), size=$((DATA_MB * 2048)), type=83
+start=$(((4 + BOOT_MB) * 2048)), size=$((SLOT_MB * 2048)), type=83
+start=$(((4 + BOOT_MB + SLOT_MB) * 2048)), size=$((SLOT_MB * 2048)), type=83
+start=$(((4 + BOOT_MB + 2 * SLOT_MB) * 2048)), size=$((DATA_MB * 2048)), type=83
 EOF
 dd if="$WORK/boot.vfat" of="$OUT" bs=1M seek=4 conv=notrunc,sparse status=none
 dd if="$WORK/root.ext4" of="$OUT" bs=1M seek=$((4 + BOOT_MB)) conv=notrunc,sparse status=none
-dd if="$WORK/data.ext4" of="$OUT" bs=1M seek=$((4 + BOOT_MB + ROOT_MB)) conv=notrunc,sparse status=none
-echo "  p1 CRIER-BOOT ${BOOT_MB} MiB, p2 crier-root ${ROOT_MB} MiB (read-only), p3 crier-data ${DATA_MB} MiB"
+dd if="$WORK/data.ext4" of="$OUT" bs=1M seek=$((4 + BOOT_MB + 2 * SLOT_MB)) conv=notrunc,sparse status=none
+echo "  p1 CRIER-BOOT ${BOOT_MB} MiB, p2 slot A ${SLOT_MB} MiB (root ${ROOT_MB} MiB, read-only), p3 slot B ${SLOT_MB} MiB (empty), p4 crier-data ${DATA_MB} MiB"
 
 step "check the image (no mounts)"
 bash "$ROOT/image/check-image.sh" --arch "$ARCH" "$OUT"

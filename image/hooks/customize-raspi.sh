@@ -48,3 +48,22 @@ DEB_MAINT_PARAMS=configure chroot "$root" /etc/kernel/postinst.d/z50-raspi-firmw
 echo "customize-raspi: cmdline.txt: $(cat "$root/boot/firmware/cmdline.txt")"
 last=$(tr ' ' '\n' < "$root/boot/firmware/cmdline.txt" | grep -xE 'ro|rw' | tail -n 1)
 [ "$last" = ro ] || { echo "customize-raspi: cmdline.txt does not end up ro (last of ro/rw: ${last:-none})" >&2; exit 1; }
+
+# A/B boot (docs/updates.md): the firmware starts U-Boot (Debian's u-boot-rpi, rpi_arm64 covers
+# the Pi 3, 4, 400, CM4 and Zero 2 W), which runs boot.scr: it picks slot A or B by RAUC's
+# attempt counters in uboot.env and loads that slot's own /vmlinuz and /initrd.img, so a bundle
+# carries its kernel. The kernel and initrd copies raspi-firmware put on the boot partition are
+# removed (nothing boots them; the root slot holds the kernel), and config.txt's kernel= names
+# u-boot.bin with no initramfs line. cmdline.txt stays for reference; U-Boot builds the command
+# line in boot.scr (the firmware's /chosen/bootargs is replaced).
+ub="$root/usr/lib/u-boot/rpi_arm64/u-boot.bin"
+[ -f "$ub" ] || { echo "customize-raspi: $ub missing (package u-boot-rpi)" >&2; exit 1; }
+cp "$ub" "$root/boot/firmware/u-boot.bin"
+mkimage -A arm64 -O linux -T script -C none -n "crier A/B boot" -d "$CRIER_IMAGE_DIR/raspi/boot.cmd" "$root/boot/firmware/boot.scr" >/dev/null
+sed -i -e 's/^kernel=.*/kernel=u-boot.bin/' -e '/^initramfs[[:space:]]/d' "$root/boot/firmware/config.txt"
+grep -qx 'kernel=u-boot.bin' "$root/boot/firmware/config.txt" || { echo "customize-raspi: config.txt has no kernel= line to point at u-boot.bin" >&2; exit 1; }
+rm -f "$root"/boot/firmware/vmlinuz-* "$root"/boot/firmware/initrd.img-*
+# RAUC's uboot backend reads and writes uboot.env through libubootenv.
+install -m 0644 "$CRIER_IMAGE_DIR/raspi/fw_env.config" "$root/etc/fw_env.config"
+[ -e "$root/vmlinuz" ] && [ -e "$root/initrd.img" ] || { echo "customize-raspi: no /vmlinuz or /initrd.img link in the root for U-Boot to load" >&2; exit 1; }
+echo "customize-raspi: U-Boot $(grep -a -m1 -oE 'U-Boot 20[0-9.]+[^ ]*' "$ub" || echo '?'), boot.scr $(stat -c %s "$root/boot/firmware/boot.scr") bytes; config.txt: $(grep -E '^(kernel|initramfs)' "$root/boot/firmware/config.txt" | paste -sd' ' -)"
