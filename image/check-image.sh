@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks a Crier disk image without mounting it (mtools for the FAT partition, debugfs/e2fsck
-# for the ext4 root and the ext4 crier-data partition, each at its offset inside the image file):
+# for the ext4 root in slot A and the ext4 crier-data partition, each at its offset inside the
+# image file):
 #
 #   image/check-image.sh --arch amd64|arm64 IMAGE.img
 #
@@ -21,20 +22,27 @@ ok() { printf '  ok    %s\n' "$*"; }
 bad() { printf '  FAIL  %s\n' "$*"; fails=$((fails + 1)); }
 check() { local what="$1"; shift; if "$@" >/dev/null 2>&1; then ok "$what"; else bad "$what"; fi; }
 
-# Partition table: p1 FAT32 (type c), p2 Linux (83) root, p3 Linux (83) crier-data, the last one.
+# Partition table (docs/updates.md): p1 FAT32 (type c) boot, p2 and p3 Linux (83) root slots A
+# and B (B empty), p4 Linux (83) crier-data, the last one; disk identifier 0x43524945, which
+# makes the PARTUUIDs 43524945-0N that boot.scr, system.conf and the amd64 command line use.
 mapfile -t parts < <(sfdisk -d "$IMG" 2>/dev/null | sed -n 's/.*start= *\([0-9]*\), size= *\([0-9]*\), type=\([0-9a-f]*\).*/\1 \2 \3/p')
-if [ "${#parts[@]}" = 3 ] && [ "${parts[0]##* }" = c ] && [ "${parts[1]##* }" = 83 ] && [ "${parts[2]##* }" = 83 ]; then
-  ok "MBR with 3 partitions: FAT32 (c) + Linux (83) root + Linux (83) data"
+if [ "${#parts[@]}" = 4 ] && [ "${parts[0]##* }" = c ] && [ "${parts[1]##* }" = 83 ] && [ "${parts[2]##* }" = 83 ] && [ "${parts[3]##* }" = 83 ]; then
+  ok "MBR with 4 partitions: FAT32 (c) boot + Linux (83) slot A + Linux (83) slot B + Linux (83) data"
 else
-  bad "MBR with 3 partitions: FAT32 + Linux root + Linux data (got: ${parts[*]:-none})"; exit 1
+  bad "MBR with 4 partitions: FAT32 boot + slot A + slot B + data (got: ${parts[*]:-none})"; exit 1
 fi
-read -r bstart _ _ <<<"${parts[0]}"; read -r rstart rsize _ <<<"${parts[1]}"; read -r dstart dsize _ <<<"${parts[2]}"
+read -r bstart _ _ <<<"${parts[0]}"; read -r rstart rsize _ <<<"${parts[1]}"
+read -r sbstart sbsize _ <<<"${parts[2]}"; read -r dstart dsize _ <<<"${parts[3]}"
 FAT="$IMG@@$((bstart * 512))"
 EXT="$IMG?offset=$((rstart * 512))"
 DATA="$IMG?offset=$((dstart * 512))"
-# crier-growdata grows p3 into the space behind it: it must come after the root and end the image.
-check "partitions: data (p3) follows the root (p2)" test "$dstart" -ge $((rstart + rsize))
-check "partitions: data (p3) ends the image ($((dsize / 2048)) MiB)" test $(((dstart + dsize) * 512)) = "$(stat -c %s "$IMG")"
+check "partitions: disk identifier 0x43524945 (PARTUUIDs 43524945-01..04)" sh -c "sfdisk -d '$IMG' | grep -qx 'label-id: 0x43524945'"
+check "partitions: slot B (p3) as large as slot A (p2, $((rsize / 2048)) MiB)" test "$sbsize" = "$rsize"
+check "partitions: slot B follows slot A" test "$sbstart" -ge $((rstart + rsize))
+check "partitions: slot B is empty in a fresh image (no file system, first MiB zero)" bash -c "! dumpe2fs -h '$IMG?offset=$((sbstart * 512))' >/dev/null 2>&1 && dd if='$IMG' bs=1M skip=$((sbstart / 2048)) count=1 status=none | cmp -s - <(head -c 1048576 /dev/zero)"
+# crier-growdata grows p4 into the space behind it: it must come last and end the image.
+check "partitions: data (p4) follows slot B (p3)" test "$dstart" -ge $((sbstart + sbsize))
+check "partitions: data (p4) ends the image ($((dsize / 2048)) MiB)" test $(((dstart + dsize) * 512)) = "$(stat -c %s "$IMG")"
 export MTOOLS_SKIP_CHECK=1
 
 # ---- boot partition --------------------------------------------------------------------------
@@ -44,7 +52,7 @@ check "boot label CRIER-BOOT" sh -c "minfo -i '$FAT' :: | grep -q 'disk label=\"
 check "boot: crier.conf" has 'crier.conf'
 if [ "$ARCH" = arm64 ]; then
   for f in 'bootcode\.bin' 'start\.elf' 'start4\.elf' 'fixup\.dat' 'fixup4\.dat' \
-           'vmlinuz-.*-arm64' 'initrd\.img-.*-arm64' 'config\.txt' 'cmdline\.txt' \
+           'u-boot\.bin' 'boot\.scr' 'config\.txt' \
            'bcm2837-rpi-3-b\.dtb' 'bcm2837-rpi-3-b-plus\.dtb' 'bcm2711-rpi-4-b\.dtb' \
            'bcm2837-rpi-zero-2-w\.dtb'; do
     check "boot: ${f//\\/}" has "$f"
@@ -54,11 +62,16 @@ if [ "$ARCH" = arm64 ]; then
   for l in 'arm_64bit=1' 'enable_uart=1' 'upstream_kernel=1'; do
     check "config.txt: $l" grep -qx "$l" <<<"$config"
   done
-  k="$(sed -n 's/^kernel=//p' <<<"$config")"; i="$(sed -n 's/^initramfs \([^ ]*\).*/\1/p' <<<"$config")"
-  # -F: trixie kernel names carry a "+" ("6.12.118+deb13"), a metacharacter in has's ERE
-  check "config.txt: kernel=$k is on the partition" grep -qxF "${k:-none}" <<<"$BOOTLS"
-  check "config.txt: initramfs $i is on the partition" grep -qxF "${i:-none}" <<<"$BOOTLS"
-  check "cmdline.txt: console=serial0,115200" grep -qw 'console=serial0,115200' <<<"$cmdline"
+  # A/B boot: the firmware starts U-Boot, whose boot.scr loads the chosen slot's kernel and
+  # initrd from that slot; none is on the boot partition.
+  check "config.txt: kernel=u-boot.bin" grep -qx 'kernel=u-boot.bin' <<<"$config"
+  check "config.txt: no initramfs line (U-Boot loads the slot's initrd)" bash -c "! grep -q '^initramfs' <<<\"\$1\"" _ "$config"
+  check "boot: no kernel or initrd on the boot partition (each slot has its own)" bash -c "! grep -qE '^(vmlinuz|initrd\.img)' <<<\"\$1\"" _ "$BOOTLS"
+  scr="$(mtype -i "$FAT" ::/boot.scr 2>/dev/null | tr -d '\0')"
+  check "boot.scr: a U-Boot script image (mkimage magic 27051956)" sh -c "mtype -i '$FAT' ::/boot.scr | head -c 4 | od -An -tx1 | tr -d ' ' | grep -qx 27051956"
+  for w in 'BOOT_ORDER' 'BOOT_A_LEFT' 'BOOT_B_LEFT' 'saveenv' 'root=PARTUUID=43524945-0${crier_part}' 'rauc.slot=${crier_slot}' ' ro ' 'console=ttyS1,115200' 'panic=10' '/vmlinuz' '/initrd.img'; do
+    check "boot.scr: has '$w'" grep -qF -- "$w" <<<"$scr"
+  done
   # Pi audio (image/raspi/config.txt, image/raspi/overlays): every dtoverlay= line names an
   # overlay on the partition, and the two I2S overlays are there.
   OVLS="$(mdir -b -i "$FAT" ::/overlays 2>/dev/null | sed 's#^::/overlays/##')"
@@ -69,17 +82,13 @@ if [ "$ARCH" = arm64 ]; then
     check "config.txt: dtoverlay=$o has overlays/$o.dtbo" grep -qx "$o.dtbo" <<<"$OVLS"
   done < <(sed -n 's/^dtoverlay=\([^,]*\).*/\1/p' <<<"$config")
   check "config.txt: one I2S overlay switched on" test "$(grep -cE '^dtoverlay=crier-(max98357a|pcm5102a)' <<<"$config")" = 1
-  check "cmdline.txt: root=LABEL=crier-root" grep -qw 'root=LABEL=crier-root' <<<"$cmdline"
-  check "cmdline.txt: one line" test "$(printf '%s\n' "$cmdline" | wc -l)" = 1
-  # raspi-firmware writes "rw" after root=; /etc/default/raspi-extra-cmdline appends "ro", and
-  # the kernel, the initramfs and systemd all take the last of the two.
-  check "cmdline.txt: root mounted ro (last of ro/rw: $(tr ' ' '\n' <<<"$cmdline" | grep -xE 'ro|rw' | tail -n 1))" \
-    test "$(tr ' ' '\n' <<<"$cmdline" | grep -xE 'ro|rw' | tail -n 1)" = ro
+  : "$cmdline"   # cmdline.txt is raspi-firmware's and not used: boot.scr sets the command line
 else
   # amd64 has no boot loader: QEMU boots the command line kept next to the image.
   if [ -f "${IMG%.img}.cmdline" ]; then
     c="$(cat "${IMG%.img}.cmdline")"
-    check "$(basename "${IMG%.img}").cmdline: root=LABEL=crier-root" grep -qw 'root=LABEL=crier-root' <<<"$c"
+    check "$(basename "${IMG%.img}").cmdline: root=PARTUUID=43524945-02 (slot A)" grep -qw 'root=PARTUUID=43524945-02' <<<"$c"
+    check "$(basename "${IMG%.img}").cmdline: rauc.slot=A" grep -qw 'rauc.slot=A' <<<"$c"
     check "$(basename "${IMG%.img}").cmdline: root mounted ro (last of ro/rw)" test "$(tr ' ' '\n' <<<"$c" | grep -xE 'ro|rw' | tail -n 1)" = ro
   else
     echo "  --    no $(basename "${IMG%.img}").cmdline next to the image"
@@ -94,12 +103,13 @@ check "root: label crier-root" sh -c "dumpe2fs -h '$EXT' 2>/dev/null | grep -q '
 check "root: /etc/hostname is crier" test "$(dbg 'cat /etc/hostname')" = crier
 check "root: /etc/hosts names localhost" grep -q '^127.0.0.1.*localhost' <<<"$(dbg 'cat /etc/hosts')"
 FSTAB="$(dbg 'cat /etc/fstab')"
-check "root: fstab mounts LABEL=crier-root, LABEL=CRIER-BOOT and LABEL=crier-data" sh -c "test \$(printf '%s\n' \"\$1\" | grep -cE '^LABEL=(crier-root|CRIER-BOOT|crier-data)[[:space:]]') = 3" _ "$FSTAB"
+check "root: fstab mounts LABEL=CRIER-BOOT and LABEL=crier-data" sh -c "test \$(printf '%s\n' \"\$1\" | grep -cE '^LABEL=(CRIER-BOOT|crier-data)[[:space:]]') = 2" _ "$FSTAB"
 # fstab_has TARGET FSTYPE OPTION [SOURCE]: a line mounting TARGET with that type and option.
 fstab_has() { awk -v t="$1" -v f="$2" -v o="$3" -v s="${4:-}" '
   $1 !~ /^#/ && $2 == t && $3 == f && ("," $4 ",") ~ ("," o ",") && (s == "" || $1 == s) { found = 1 }
   END { exit !found }' <<<"$FSTAB"; }
-check "root: fstab: / is LABEL=crier-root, ext4, ro" fstab_has / ext4 ro LABEL=crier-root
+# Both slots carry the label crier-root: / is the kernel's root=PARTUUID mount, read-only.
+check "root: fstab has no / line (the kernel mounts the booted slot, ro)" bash -c "! awk '\$1 !~ /^#/ && \$2 == \"/\"' <<<\"\$1\" | grep -q ." _ "$FSTAB"
 data_fstab_ok() { awk '$1 == "LABEL=crier-data" && $2 == "/var/lib/crier-data" && $3 == "ext4" && $6 == 2 && ("," $4 ",") !~ /,ro,/ { f = 1 } END { exit !f }' <<<"$FSTAB"; }
 check "root: fstab: /var/lib/crier-data is LABEL=crier-data, ext4, rw, fsck pass 2" data_fstab_ok
 for t in /var/lib/crier /var/lib/systemd; do
@@ -123,6 +133,26 @@ if [ "$ARCH" = arm64 ]; then
   check "root: /etc/default/raspi-extra-cmdline has ro (kept by kernel upgrades)" grep -qw ro <<<"$(dbg 'cat /etc/default/raspi-extra-cmdline')"
 fi
 check "root: crier-growdata.service enabled" exists /etc/systemd/system/multi-user.target.wants/crier-growdata.service
+# ---- updates (docs/updates.md) ----
+RAUCCONF="$(dbg 'cat /etc/rauc/system.conf')"
+compat=crier-qemu-amd64 bl=noop; [ "$ARCH" = arm64 ] && compat=crier-rpi-arm64 bl=uboot
+check "root: /etc/rauc/system.conf: compatible=$compat" grep -qx "compatible=$compat" <<<"$RAUCCONF"
+check "root: /etc/rauc/system.conf: bootloader=$bl" grep -qx "bootloader=$bl" <<<"$RAUCCONF"
+check "root: /etc/rauc/system.conf: slots by PARTUUID 43524945-02 (A) and -03 (B)" bash -c "grep -qx 'device=/dev/disk/by-partuuid/43524945-02' <<<\"\$1\" && grep -qx 'device=/dev/disk/by-partuuid/43524945-03' <<<\"\$1\" && grep -qx 'bootname=A' <<<\"\$1\" && grep -qx 'bootname=B' <<<\"\$1\"" _ "$RAUCCONF"
+check "root: /etc/rauc/system.conf: data-directory on crier-data" grep -qx 'data-directory=/var/lib/crier-data/rauc' <<<"$RAUCCONF"
+check "root: /usr/bin/rauc and its D-Bus service" sh -c "debugfs -R 'stat /usr/bin/rauc' '$EXT' 2>&1 | grep -q '^Inode:' && debugfs -R 'stat /usr/share/dbus-1/system-services/de.pengutronix.rauc.service' '$EXT' 2>&1 | grep -q '^Inode:'"
+check "root: RAUC post-install handler /usr/local/sbin/crier-rauc-post-install (executable)" sh -c "debugfs -R 'stat /usr/local/sbin/crier-rauc-post-install' '$EXT' 2>/dev/null | grep -qE 'Mode: +0755'"
+check "root: crier-mark-good.service enabled" exists /etc/systemd/system/multi-user.target.wants/crier-mark-good.service
+if exists /etc/rauc/keyring.pem; then ok "root: RAUC keyring /etc/rauc/keyring.pem ($(dbg 'cat /etc/rauc/keyring.pem' | grep -c 'BEGIN CERTIFICATE') certificate(s))"
+else echo "  --    no /etc/rauc/keyring.pem (built without --keyring): this image refuses every bundle"; fi
+kv=$(dbg 'ls -p /usr/lib/modules' | awk -F/ 'NF > 5 && $6 != "." && $6 != ".." { print $6 }' | head -n1)
+dm_ok() { dbg "ls /usr/lib/modules/${kv:-none}/kernel/drivers/md" | grep -q "$1\.ko" || dbg "cat /usr/lib/modules/${kv:-none}/modules.builtin" | grep -q "drivers/md/$1\.ko"; }
+for m in dm-mod dm-verity; do check "root: kernel ${kv:-?} has $m (module or built in): RAUC's verity bundles" dm_ok "$m"; done
+if [ "$ARCH" = arm64 ]; then
+  check "root: /vmlinuz and /initrd.img (what boot.scr loads from the slot)" sh -c "debugfs -R 'stat /vmlinuz' '$EXT' 2>&1 | grep -q '^Inode:' && debugfs -R 'stat /initrd.img' '$EXT' 2>&1 | grep -q '^Inode:'"
+  check "root: /etc/fw_env.config names /boot/firmware/uboot.env" grep -q '^/boot/firmware/uboot.env' <<<"$(dbg 'cat /etc/fw_env.config')"
+  check "root: fw_printenv / fw_setenv (libubootenv-tool)" sh -c "debugfs -R 'stat /usr/bin/fw_setenv' '$EXT' 2>&1 | grep -q '^Inode:'"
+fi
 check "root: crier-image-layout.service enabled" exists /etc/systemd/system/multi-user.target.wants/crier-image-layout.service
 check "root: /etc/machine-id empty (a transient ID each boot on the read-only root)" test -z "$(dbg 'cat /etc/machine-id')"
 check "root: root account locked, no password" grep -qE '^root:!' <<<"$(dbg 'cat /etc/shadow')"
@@ -171,6 +201,7 @@ while read -r src t; do
   n="${src#/var/lib/crier-data/}"
   check "data: /$n (bound to $t)" sh -c "debugfs -R 'stat /$n' '$DATA' 2>/dev/null | grep -q 'Type: directory'"
 done < <(awk '$1 ~ "^/var/lib/crier-data/" && $3 == "none" { print $1, $2 }' <<<"$FSTAB")
+check "data: /rauc (RAUC's data-directory)" sh -c "debugfs -R 'stat /rauc' '$DATA' 2>/dev/null | grep -q 'Type: directory'"
 check "data: /systemd holds systemd's state from the build (deb-systemd-helper-enabled)" sh -c "debugfs -R 'ls /systemd' '$DATA' 2>/dev/null | grep -q deb-systemd-helper-enabled"
 if exists /usr/bin/crier; then
   cuid="$(dbg 'cat /etc/passwd' | awk -F: '$1 == "crier" { print $3 }')"

@@ -3,13 +3,17 @@
 #
 #   scripts/boot-test.sh --arch arm64 [IMAGE]     (default out/crier-arm64.img, or its .img.xz)
 #
-# What boots is the image's own boot partition, read with mtools: the kernel= and initramfs
-# files that config.txt names, bcm2837-rpi-3-b.dtb with config.txt's dtoverlay= lines applied
-# by fdtoverlay (what the Pi firmware does with overlays/NAME.dtbo), and cmdline.txt, on
-# `qemu-system-aarch64 -M raspi3b` with the whole image as its SD card. Differences from a Pi:
-#   - no bootcode.bin/start.elf: QEMU loads kernel, initrd and dtb itself and fills /chosen;
-#     the firmware would also set the memory node, serial number, MAC and apply dtparam= lines
-#     (this image has none). The firmware's overlay step is replayed with fdtoverlay.
+# What boots is the image's own boot partition, read with mtools: the kernel= that config.txt
+# names (u-boot.bin) and bcm2837-rpi-3-b.dtb with config.txt's dtoverlay= lines applied by
+# fdtoverlay (what the Pi firmware does with overlays/NAME.dtbo), on `qemu-system-aarch64 -M
+# raspi3b` with the whole image as its SD card. From there it is the Pi's own chain: U-Boot runs
+# boot.scr from the SD card, which takes an attempt from slot A in uboot.env, saves it, and loads
+# slot A's /vmlinuz and /initrd.img (docs/updates.md). Differences from a Pi:
+#   - no bootcode.bin/start.elf: QEMU loads u-boot.bin and the dtb itself; the firmware would
+#     also set the memory node, serial number, MAC and apply dtparam= lines (this image has
+#     none). The firmware's overlay step is replayed with fdtoverlay.
+#   - the test's extra kernel parameters go in crier-bootargs.txt on the boot partition, the
+#     file boot.scr reads for that (an integrator's way too).
 #   - QEMU's raspi3b has no VideoCore: no vchiq services, so the 3.5 mm jack (snd_bcm2835)
 #     cannot appear; its I2S block is not emulated either (the overlay's card may or may not
 #     probe; reported, not required). Sound leaves through QEMU's usb-audio on the emulated
@@ -18,6 +22,9 @@
 # Serial: the first -serial is the PL011 (Bluetooth on a Pi 3), the second the mini UART on
 # GPIO14/15 = serial0 = ttyS1, the console this image names last; that one is checked.
 # Checks, boot 1 (BOOT_TIMEOUT, default 900 s under TCG):
+#   - U-Boot's boot.scr chose slot A ("crier-boot: slot A" with the attempts left) and booted it
+#   - crier-mark-good marked slot A good (a normal boot), and after the power cut uboot.env on
+#     the boot partition holds BOOT_A_LEFT=3 again (RAUC's uboot backend through fw_setenv)
 #   - systemd reaches a running system with no failed unit; the layout line (read-only root,
 #     crier-data binds) as on amd64; crier-data grown on first boot; no EROFS in the journal
 #   - the Pi's GPIO controller (pinctrl-bcm2835) with the button lines GPIO17, 27, 22, 23, 24
@@ -88,21 +95,18 @@ truncate -s "$card" "$DISK"
 
 mapfile -t starts < <(sfdisk -d "$DISK" | sed -n 's/.*start= *\([0-9]*\),.*/\1/p')
 mapfile -t sizes < <(sfdisk -d "$DISK" | sed -n 's/.*size= *\([0-9]*\),.*/\1/p')
-((${#starts[@]} == 3)) || fail "expected 3 partitions (boot, root, crier-data), found ${#starts[@]}"
+((${#starts[@]} == 4)) || fail "expected 4 partitions (boot, slot A, slot B, crier-data), found ${#starts[@]}"
 FAT="$DISK@@$((starts[0] * 512))"
 EXT="$DISK?offset=$((starts[1] * 512))"
-DATAFS="$DISK?offset=$((starts[2] * 512))"
+DATAFS="$DISK?offset=$((starts[3] * 512))"
 root_sum() { dd if="$DISK" bs=1M iflag=skip_bytes,count_bytes skip=$((starts[1] * 512)) count=$((sizes[1] * 512)) status=none | sha256sum | cut -d' ' -f1; }
 export MTOOLS_SKIP_CHECK=1
 
 # ---- what the Pi firmware would load, from the image's boot partition ----------------------
 mtype -i "$FAT" ::/config.txt | tr -d '\r' > "$WORK/config.txt" || fail "no config.txt on the boot partition"
-mtype -i "$FAT" ::/cmdline.txt | tr -d '\r' > "$WORK/cmdline.txt" || fail "no cmdline.txt on the boot partition"
 kernel="$(sed -n 's/^kernel=//p' "$WORK/config.txt" | tail -n 1)"
-initrd="$(sed -n 's/^initramfs \([^ ]*\).*/\1/p' "$WORK/config.txt" | tail -n 1)"
-[ -n "$kernel" ] && [ -n "$initrd" ] || fail "config.txt names no kernel= / initramfs"
+[ "$kernel" = u-boot.bin ] || fail "config.txt names kernel=${kernel:-nothing}, not u-boot.bin (the A/B boot loader)"
 mcopy -n -i "$FAT" "::/$kernel" "$WORK/kernel" || fail "config.txt's kernel=$kernel is not on the boot partition"
-mcopy -n -i "$FAT" "::/$initrd" "$WORK/initrd" || fail "config.txt's initramfs $initrd is not on the boot partition"
 mcopy -n -i "$FAT" ::/bcm2837-rpi-3-b.dtb "$WORK/board.dtb" || fail "no bcm2837-rpi-3-b.dtb on the boot partition"
 cp "$WORK/board.dtb" "$WORK/boot.dtb"
 OVERLAYS=()
@@ -121,9 +125,9 @@ fi
 # took longer than systemd's default 90 s to announce the SD card's partitions, and every mount
 # of /boot/firmware and crier-data (and so crier.service) failed on "Timed out waiting for
 # device"; a real Pi's udev announces them within seconds.
-CMDLINE="$(cat "$WORK/cmdline.txt") systemd.show_status=1 modprobe.blacklist=bcm2835_wdt systemd.default_device_timeout_sec=900"
-say "kernel $kernel, initrd $initrd, dtb bcm2837-rpi-3-b.dtb + overlays [${OVERLAYS[*]}]"
-say "cmdline.txt: $(cat "$WORK/cmdline.txt")"
+printf 'crier_extra_bootargs=systemd.show_status=1 modprobe.blacklist=bcm2835_wdt systemd.default_device_timeout_sec=900\n' > "$WORK/crier-bootargs.txt"
+mcopy -o -i "$FAT" "$WORK/crier-bootargs.txt" ::/crier-bootargs.txt
+say "firmware stage: $kernel, dtb bcm2837-rpi-3-b.dtb + overlays [${OVERLAYS[*]}]; test kernel parameters in crier-bootargs.txt: $(cut -d= -f2- "$WORK/crier-bootargs.txt")"
 
 # ---- test-only changes to the copy -----------------------------------------------------------
 HAVE_CRIER=0
@@ -282,9 +286,20 @@ fi
 # ---- boot ------------------------------------------------------------------------------------
 ROOT_SUM_BEFORE=$(root_sum)
 say "boot: qemu-system-aarch64 -M raspi3b (TCG), SD card $((card >> 20)) MiB, crier: $( ((HAVE_CRIER)) && echo yes || echo 'no (image built without --deb)')"
+# The first power-on of a fresh card: boot.scr switches U-Boot's USB start off for good, saves
+# and resets (before counting an attempt); with -no-reboot that ends QEMU.
+qemu-system-aarch64 -M raspi3b -kernel "$WORK/kernel" -dtb "$WORK/boot.dtb" \
+  -drive "file=$DISK,if=sd,format=raw" -serial null -serial "file:$WORK/uart1.first.log" \
+  -display none -monitor none -no-reboot < /dev/null > "$WORK/qemu.first.out" 2>&1 &
+QEMU_PID=$!
+for _ in $(seq 240); do kill -0 "$QEMU_PID" 2>/dev/null || break; sleep 0.5; done
+kill "$QEMU_PID" 2>/dev/null && fail "the first power-on did not restart by itself within 120 s: $(tr -d '\r' < "$WORK/uart1.first.log" | grep 'crier-boot' | paste -sd'|')"
+wait "$QEMU_PID" 2>/dev/null || true; QEMU_PID=""
+grep -q 'crier-boot: first power-on: USB stays off' "$WORK/uart1.first.log" || fail "boot.scr's first power-on step did not run: $(tr -d '\r' < "$WORK/uart1.first.log" | tail -n 5 | paste -sd'|')"
+say "first power-on: $(tr -d '\r' < "$WORK/uart1.first.log" | grep -o 'crier-boot: first power-on.*' | cut -c1-100)"
 TBOOT=$(date +%s.%N)
-qemu-system-aarch64 -M raspi3b -kernel "$WORK/kernel" -initrd "$WORK/initrd" -dtb "$WORK/boot.dtb" \
-  -append "$CMDLINE" -drive "file=$DISK,if=sd,format=raw" \
+qemu-system-aarch64 -M raspi3b -kernel "$WORK/kernel" -dtb "$WORK/boot.dtb" \
+  -drive "file=$DISK,if=sd,format=raw" \
   -serial "file:$WORK/uart0.log" -serial "file:$SERIAL" -display none -monitor none -no-reboot \
   -usb -device usb-audio,audiodev=snd0 -audiodev "wav,id=snd0,path=$WORK/capture.wav" \
   < /dev/null > "$WORK/qemu.out" 2>&1 &
@@ -301,14 +316,19 @@ wait_for() {
 }
 line() { tr -d '\r' < "$SERIAL" | grep -m1 -oE "$1.*" || true; }
 
-# cmdline.txt has "quiet": the kernel's own lines stay off the console; systemd's status
-# lines (systemd.show_status=1) are the first sign of life on serial0.
-t=$(wait_for 'Linux version|Welcome to|systemd\[1\]|\[  OK  \]|OK ' 600) || fail "nothing on serial0 (mini UART, ttyS1) within 600 s"
-say "first console output on serial0 after ${t}s"
+# U-Boot prints on serial0 too (the dtb's stdout-path); its script's choice comes first.
+t=$(wait_for 'crier-boot: slot ' 300) || fail "U-Boot's boot.scr chose no slot within 300 s (no 'crier-boot: slot' line on serial0)"
+T_UBOOT=$t
+say "U-Boot after ${t}s: $(line 'crier-boot: slot ' | cut -c1-120)"
+grep -q 'crier-boot: slot A (partition 2); attempts left now A=2 B=3' <<<"$(line 'crier-boot: slot ')" || fail "boot.scr did not take a first attempt from slot A: $(line 'crier-boot: slot ')"
+# The kernel has "quiet": its own lines stay off the console; systemd's status lines
+# (systemd.show_status=1) are the next sign of life on serial0.
+t=$(wait_for 'Welcome to|systemd\[1\]|\[  OK  \]|OK ' 600) || fail "nothing from Linux on serial0 (mini UART, ttyS1) within 600 s of power-on"
+say "first Linux console output on serial0 after ${t}s"
 t=$(wait_for 'crier-image: ' "$BOOT_TIMEOUT") || fail "no 'crier-image:' layout line within ${BOOT_TIMEOUT}s"
 T_LAYOUT=$t
 say "layout after ${t}s: $(line 'crier-image: ')"
-LAYOUT_RE='crier-image: / ro \(crier-root, writes refused\), /var/lib/crier rw on crier-data, /var/lib/systemd rw on crier-data'
+LAYOUT_RE='crier-image: / ro \(slot A, crier-root, writes refused\), /var/lib/crier rw on crier-data, /var/lib/systemd rw on crier-data'
 [ -n "$(line "$LAYOUT_RE")" ] && [ -z "$(line 'NOT AS DESIGNED')" ] || fail "storage layout not as designed: $(line 'crier-image: ')"
 t=$(wait_for 'crier-boot-state: ' 600) || fail "the boot did not finish (no crier-boot-state line)"
 T_MULTI=$t
@@ -362,6 +382,10 @@ else
   say "crier checks (ready line, lines requested by crier, order spoken, speech in the capture) skipped: image has no crier (build with --deb)"
 fi
 
+t=$(wait_for 'crier-update: ' 300) || fail "no 'crier-update:' line from crier-mark-good"
+say "slot commit after ${t}s: $(line 'crier-update: ' | cut -c1-120)"
+grep -q 'crier-update: slot A marked good (normal boot)' <<<"$(line 'crier-update: ')" || fail "slot A was not marked good: $(line 'crier-update: ')"
+sleep 2 || true   # fw_setenv has written; let the FAT settle before the power cut
 # Power cut: SIGTERM makes QEMU stop at once (no guest shutdown) and finish the WAV header.
 say "stopping QEMU (power cut for the guest)"
 kill -TERM "$QEMU_PID"; wait "$QEMU_PID" 2>/dev/null || true; QEMU_PID=""
@@ -399,6 +423,12 @@ print("capture: the 1 kHz tone" if ok else "capture: not the 1 kHz tone"); sys.e
 EOF
 sed 's/^/  /' "$WORK/capture.txt"
 
+# U-Boot's environment after the boot: boot.scr took an attempt (A=2) and saved it, then RAUC's
+# mark-good (fw_setenv) gave it back: BOOT_A_LEFT=3, order unchanged.
+mcopy -n -i "$FAT" ::/uboot.env "$WORK/uboot.env" 2>/dev/null || fail "no uboot.env on the boot partition (U-Boot's saveenv)"
+ENVV="$(tail -c +5 "$WORK/uboot.env" | tr '\0' '\n' | grep -E '^BOOT_(ORDER|A_LEFT|B_LEFT)=' | sort | paste -sd' ' -)"
+say "uboot.env after the boot: $ENVV"
+[ "$ENVV" = "BOOT_A_LEFT=3 BOOT_B_LEFT=3 BOOT_ORDER=A B" ] || fail "uboot.env is not 'A=3 B=3 order A B' after a boot marked good: $ENVV"
 [ "$(root_sum)" = "$ROOT_SUM_BEFORE" ] || fail "the root partition changed while booted (it must be read-only)"
 say "root partition unchanged (sha256 ${ROOT_SUM_BEFORE:0:16}...)"
 e2fsck -fn "$EXT" >/dev/null 2>&1 || fail "e2fsck: the root file system is not clean"
@@ -406,6 +436,7 @@ e2fsck -fn "$DATAFS" >/dev/null 2>&1 || say "note: crier-data needs its journal 
 
 echo "boot-test arm64 (raspi3b): PASSED$( ((HAVE_CRIER)) || echo ' (without crier: the crier checks were not run)')$( [ -n "${AUTOLOAD_FAILED:-}" ] && echo " (snd-usb-audio loaded by the probe, not by udev)")"
 echo "  image: $(basename "$IMG") raw $(( $(stat -c %s "$IMG") >> 20 )) MiB; SD card $((card >> 20)) MiB"
+echo "  power-on to U-Boot's slot choice ${T_UBOOT}s (slot A; then mark-good: uboot.env A=3 B=3)"
 echo "  power-on to layout line ${T_LAYOUT}s, to multi-user (running) ${T_MULTI}s (QEMU TCG raspi3b)"
 if ((HAVE_CRIER)); then
   echo "  power-on -> crier ready: ${T_READY}s (guest uptime of crier's 'runtime: ready' line)"

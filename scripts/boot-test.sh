@@ -17,7 +17,7 @@
 #     network ONLY -nic user,restrict=on,guestfwd=tcp:10.0.2.100:7000-... to 127.0.0.1:PORT
 #     (per connection through socat; BOOT_TEST_GUESTFWD=tcp for QEMU's single tcp chardev)
 #  3. boot 1 (bounded, BOOT_TIMEOUT=180 s): crier's "runtime: ready"; the image's layout line
-#     ("crier-image: / ro (crier-root, writes refused), /var/lib/crier rw on crier-data, ...");
+#     ("crier-image: / ro (slot A, crier-root, writes refused), /var/lib/crier rw on crier-data, ...");
 #     crier-data grown to the end of the disk; the system "running"; one order spoken and acked
 #     ("status=spoken", "alert: spoken"); volume down pressed and crier's state file written.
 #     Then the plug is pulled (QEMU killed, no shutdown).
@@ -107,10 +107,10 @@ truncate -s +256M "$DISK"
 
 mapfile -t starts < <(sfdisk -d "$DISK" | sed -n 's/.*start= *\([0-9]*\),.*/\1/p')
 mapfile -t sizes < <(sfdisk -d "$DISK" | sed -n 's/.*size= *\([0-9]*\),.*/\1/p')
-((${#starts[@]} == 3)) || fail "expected 3 partitions (boot, root, crier-data), found ${#starts[@]}"
+((${#starts[@]} == 4)) || fail "expected 4 partitions (boot, slot A, slot B, crier-data), found ${#starts[@]}"
 FAT="$DISK@@$((starts[0] * 512))"
 EXT="$DISK?offset=$((starts[1] * 512))"
-DATAFS="$DISK?offset=$((starts[2] * 512))"
+DATAFS="$DISK?offset=$((starts[3] * 512))"
 # root_sum: sha256 of the whole root partition (it must never change: the root is read-only).
 root_sum() { dd if="$DISK" bs=1M iflag=skip_bytes,count_bytes skip=$((starts[1] * 512)) count=$((sizes[1] * 512)) status=none | sha256sum | cut -d' ' -f1; }
 export MTOOLS_SKIP_CHECK=1
@@ -293,7 +293,7 @@ line() { tr -d '\r' < "$SERIAL" | grep -m1 -oE "$1.*" || true; }
 
 # check_boot N: what every boot must show: crier (or the probe) ready, the layout line, the
 # system running with no failed unit.
-LAYOUT_RE='crier-image: / ro \(crier-root, writes refused\), /var/lib/crier rw on crier-data, /var/lib/systemd rw on crier-data'
+LAYOUT_RE='crier-image: / ro \(slot A, crier-root, writes refused\), /var/lib/crier rw on crier-data, /var/lib/systemd rw on crier-data'
 check_boot() {
   local t
   t=$(wait_for "$READY_RE" "$BOOT_TIMEOUT") || fail "boot $1: no '$READY_RE' on the serial console within ${BOOT_TIMEOUT}s"
@@ -313,6 +313,11 @@ check_boot() {
     fail "boot $1: something tried to write the read-only root: $(tr -d '\r' < "$SERIAL" | grep 'crier-boot-erofs: ' | paste -sd'|')"
   fi
   say "boot $1: no write refused by the read-only root in the journal"
+  # crier-mark-good: a normal boot of slot A is committed at once (RAUC's noop backend here;
+  # the arm64 test checks the U-Boot counters).
+  wait_for 'crier-update: ' 120 >/dev/null || fail "boot $1: no 'crier-update:' line from crier-mark-good"
+  grep -q 'crier-update: slot A marked good (normal boot)' <<<"$(line 'crier-update: ')" || fail "boot $1: slot A not marked good: $(line 'crier-update: ')"
+  say "boot $1: $(line 'crier-update: ')"
 }
 
 # power_off: ACPI power button, then wait (30 s) for QEMU to exit.
@@ -387,7 +392,7 @@ mib() { echo $(( $1 >> 20 )); }
 raw=$(stat -c %s "$IMG" 2>/dev/null || stat -c %s "$DISK")
 echo "boot-test: PASSED"
 echo "  image:        $(basename "$IMG")  raw $(mib "$raw") MiB$( [ -f "$IMG.xz" ] && echo ", xz $(mib "$(stat -c %s "$IMG.xz")") MiB")"
-echo "  partitions:   boot $((sizes[0] / 2048)) MiB, root $((sizes[1] / 2048)) MiB (read-only), crier-data $((sizes[2] / 2048)) MiB in the image"
+echo "  partitions:   boot $((sizes[0] / 2048)) MiB, slot A $((sizes[1] / 2048)) MiB (read-only root), slot B $((sizes[2] / 2048)) MiB (empty), crier-data $((sizes[3] / 2048)) MiB in the image"
 echo "  kernel+initrd $(mib $(( $(stat -c %s "$base.vmlinuz") + $(stat -c %s "$base.initrd") ))) MiB (outside the image, amd64 only)"
 if ((HAVE_CRIER)); then
   echo "  power-on to crier ready: boot 1 ${T_READY1}s, boot 2 ${T_READY2}s (QEMU TCG)   order spoken+acked at ${T_SPOKEN}s of boot 1"

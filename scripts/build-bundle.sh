@@ -3,19 +3,20 @@
 # from a Crier disk image's root slot (partition 2).
 #
 #   scripts/build-bundle.sh --image out/crier-arm64.img [--root-ext4 F] --cert C --key K
-#                           [--build-id ID] [--keyring K] [--out F]
+#                           [--build-id ID] [--keyring K] [--out F] [--compatible C]
 #
 #   --root-ext4 F  take the root file system from F instead of partition 2 of --image
 #   --build-id ID  version suffix (default: the manifest's build time, else the image's mtime, UTC
 #                  yyyymmddHHMMSS); version = <crier version>+<ID>
 #   --keyring K    also check the new bundle against K (rauc info --keyring)
 #   --out F        default: next to the image, crier-<arch>-<version>.raucb
+#   --compatible C override the compatible (tests: a bundle for the other board must be refused)
 # compatible: from the image's /etc/rauc/system.conf, else from the arch (arm64 crier-rpi-arm64,
 # amd64 crier-qemu-amd64). Keys: scripts/bundle-keys.sh (test only), docs/updates.md#signing-keys.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
-IMAGE="" ROOTFS="" CERT="" KEY="" BUILD_ID="" KEYRING="" OUT=""
+IMAGE="" ROOTFS="" CERT="" KEY="" BUILD_ID="" KEYRING="" OUT="" COMPATIBLE=""
 usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 while (($#)); do
   case "$1" in
@@ -26,6 +27,7 @@ while (($#)); do
     --build-id) BUILD_ID="$2"; shift 2 ;;
     --keyring) KEYRING="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
+    --compatible) COMPATIBLE="$2"; shift 2 ;;
     -h|--help) usage 0 ;;
     *) echo "build-bundle: unknown argument $1" >&2; usage ;;
   esac
@@ -92,6 +94,7 @@ if [ -z "$compatible" ]; then
     *) fail "no /etc/rauc/system.conf in the image and unknown architecture '$arch'" ;;
   esac
 fi
+[ -z "$COMPATIBLE" ] || compatible="$COMPATIBLE"
 if [ -z "$BUILD_ID" ]; then
   built="$( [ -f "$manifest" ] && sed -n 's/^# built: \([0-9TZ:-]*\).*/\1/p' "$manifest" | head -1 || true)"
   if [ -n "$built" ]; then BUILD_ID="$(date -u -d "$built" +%Y%m%d%H%M%S)"

@@ -66,4 +66,4 @@ rm -f "$root"/boot/firmware/vmlinuz-* "$root"/boot/firmware/initrd.img-*
 # RAUC's uboot backend reads and writes uboot.env through libubootenv.
 install -m 0644 "$CRIER_IMAGE_DIR/raspi/fw_env.config" "$root/etc/fw_env.config"
 [ -e "$root/vmlinuz" ] && [ -e "$root/initrd.img" ] || { echo "customize-raspi: no /vmlinuz or /initrd.img link in the root for U-Boot to load" >&2; exit 1; }
-echo "customize-raspi: U-Boot $(grep -a -m1 -oE 'U-Boot 20[0-9.]+[^ ]*' "$ub" || echo '?'), boot.scr $(stat -c %s "$root/boot/firmware/boot.scr") bytes; config.txt: $(grep -E '^(kernel|initramfs)' "$root/boot/firmware/config.txt" | paste -sd' ' -)"
+echo "customize-raspi: $(grep -a -m1 -oE 'U-Boot 20[0-9.]+[^ ]*' "$ub" || echo '?'), boot.scr $(stat -c %s "$root/boot/firmware/boot.scr") bytes; config.txt: $(grep -E '^(kernel|initramfs)' "$root/boot/firmware/config.txt" | paste -sd' ' -)"
