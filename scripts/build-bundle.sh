@@ -77,8 +77,11 @@ e2fsck -fn "$R" >/dev/null 2>&1 || fail "e2fsck finds errors in the root file sy
 
 step "compatible and version (debugfs)"
 dcat() { debugfs -R "cat $1" "$R" 2>/dev/null; }
-compatible="$(dcat /etc/rauc/system.conf | awk -F= '/^\[/ {s=$0} s=="[system]" && $1 ~ /^ *compatible *$/ {gsub(/^ *| *$/, "", $2); print $2; exit}')"
-crier_status="$(dcat /var/lib/dpkg/status | awk 'BEGIN {RS=""} /(^|\n)Package: crier\n/ {print; exit}')"
+# (Read whole, then parsed: an awk that exits at its match would end debugfs with SIGPIPE on a
+# real image's dpkg status, and pipefail would end this script without a word.)
+sysconf="$(dcat /etc/rauc/system.conf)"; dpkg_status="$(dcat /var/lib/dpkg/status)"
+compatible="$(printf '%s\n' "$sysconf" | awk -F= '/^\[/ {s=$0} s=="[system]" && $1 ~ /^ *compatible *$/ && !done {gsub(/^ *| *$/, "", $2); print $2; done=1}')"
+crier_status="$(printf '%s\n' "$dpkg_status" | awk 'BEGIN {RS=""} /(^|\n)Package: crier\n/ && !done {print; done=1}')"
 version="$(printf '%s\n' "$crier_status" | awk -F': ' '$1=="Version" {print $2; exit}')"
 arch="$(printf '%s\n' "$crier_status" | awk -F': ' '$1=="Architecture" {print $2; exit}')"
 manifest="$base.manifest"

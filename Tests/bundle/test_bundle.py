@@ -29,9 +29,13 @@ def env(tmp_path_factory):
     (r / "var/lib/dpkg").mkdir(parents=True)
     (r / "usr/bin").mkdir(parents=True)
     (r / "etc/rauc/system.conf").write_text("[system]\ncompatible=crier-rpi-arm64\nbootloader=uboot\n")
+    # As large as a real image's (~300 packages, > 64 KiB, crier not last): a parser that stops
+    # reading at crier's stanza once ended debugfs with SIGPIPE and the script without a word.
+    others = "".join("Package: pkg%03d\nStatus: install ok installed\nVersion: 1.%d\nDescription: %s\n\n"
+                     % (i, i, "x" * 300) for i in range(300))
     (r / "var/lib/dpkg/status").write_text(
         "Package: base-files\nStatus: install ok installed\nVersion: 13\n\n"
-        "Package: crier\nStatus: install ok installed\nArchitecture: arm64\nVersion: 0.1.0\n\n")
+        "Package: crier\nStatus: install ok installed\nArchitecture: arm64\nVersion: 0.1.0\n\n" + others)
     (r / "usr/bin/blob").write_bytes(os.urandom(2 << 20))   # incompressible: the payload is real
     run("mkfs.ext4", "-q", "-F", "-d", r, d / "root.ext4", "8M")
     img = d / "t.img"
