@@ -211,7 +211,7 @@ wait_reboot() {
   fi
   sleep 1 || true; power_cut
 }
-power_cut() { [ -z "$QEMU_PID" ] || { kill -TERM "$QEMU_PID" 2>/dev/null; wait "$QEMU_PID" 2>/dev/null || true; QEMU_PID=""; }; }
+power_cut() { [ -z "$QEMU_PID" ] || { kill -TERM "$QEMU_PID" 2>/dev/null || true; wait "$QEMU_PID" 2>/dev/null || true; QEMU_PID=""; }; }
 expect_slot() {  # expect_slot SLOT VERSION: U-Boot chose SLOT, and the agent says the version
   local t
   t=$(wait_for 'crier-boot: slot ' 300) || fail "boot $BOOTN: U-Boot chose no slot"
