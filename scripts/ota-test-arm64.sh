@@ -130,6 +130,11 @@ debugfs -w -f - "$EXT" >/dev/null 2>&1 <<EOF
 cd /etc/systemd/system/multi-user.target.wants
 symlink crier-ota-agent.service /etc/systemd/system/crier-ota-agent.service
 EOF
+# crier must be healthy for a trial to pass: its speaker is QEMU's usb-audio (as in
+# boot-test-arm64.sh; the image's default card, the I2S amp's, has no emulated I2S block).
+debugfs -R "cat /etc/asound.conf" "$EXT" > "$WORK/asound.conf" 2>/dev/null || true
+printf '\n# --- ota-test only: QEMU usb-audio is the speaker ---\npcm.!default {\n    type plug\n    slave.pcm "hw:CARD=Audio,DEV=0"\n}\nctl.!default {\n    type hw\n    card Audio\n}\n' >> "$WORK/asound.conf"
+put "$EXT" "$WORK/asound.conf" /etc/asound.conf
 printf 'crier_extra_bootargs=systemd.show_status=1 modprobe.blacklist=bcm2835_wdt systemd.default_device_timeout_sec=900\n' > "$WORK/bootargs"
 mcopy -o -i "$FAT" "$WORK/bootargs" ::/crier-bootargs.txt
 
@@ -189,7 +194,8 @@ boot() {
   TB=$(date +%s.%N)
   qemu-system-aarch64 -M raspi3b -kernel "$WORK/u-boot.bin" -dtb "$WORK/boot.dtb" \
     -drive "file=$DISK,if=sd,format=raw" -serial null -serial "file:$SERIAL" \
-    -display none -monitor none -no-reboot -usb "${usb[@]}" < /dev/null > "$WORK/qemu.out" 2>&1 &
+    -display none -monitor none -no-reboot -usb -device usb-audio,audiodev=snd0 -audiodev none,id=snd0 \
+    "${usb[@]}" < /dev/null > "$WORK/qemu.out" 2>&1 &
   QEMU_PID=$!
 }
 # wait_for REGEX TIMEOUT: seconds since power-on when it shows; 1 if QEMU ended or time ran out.
