@@ -263,3 +263,99 @@ struct ControlPathTests {
         }
     }
 }
+
+/// crier.service's `SystemCallFilter=~@privileged` (SystemCallErrorNumber=EPERM) as a seccomp
+/// filter on one thread: every chown variant fails with EPERM there, as under systemd.
+private func withChownRefused(_ body: @escaping @Sendable () -> Void) throws {
+    let t = try PosixThread(name: "no-chown") {
+        // SECCOMP_RET_ERRNO | EPERM for chown, fchown, lchown, fchownat (x86_64 and aarch64
+        // numbers); everything else allowed. PR_SET_NO_NEW_PRIVS first: required without
+        // CAP_SYS_ADMIN, and both are per thread, which ends with the test.
+        #if arch(x86_64)
+        let nrs: [UInt32] = [92, 93, 94, 260]
+        #else
+        let nrs: [UInt32] = [54, 55]  // fchownat, fchown (aarch64 has no chown/lchown)
+        #endif
+        // struct sock_filter { u16 code; u8 jt; u8 jf; u32 k } (linux/filter.h, not in Glibc's module)
+        var prog: [UInt64] = []
+        func op(_ code: UInt16, _ jt: UInt8, _ jf: UInt8, _ k: UInt32) {
+            prog.append(UInt64(code) | UInt64(jt) << 16 | UInt64(jf) << 24 | UInt64(k) << 32)
+        }
+        op(0x20, 0, 0, 0)  // ld seccomp_data.nr
+        for (i, nr) in nrs.enumerated() { op(0x15, UInt8(nrs.count - i), 0, nr) }  // jeq nr -> errno
+        op(0x06, 0, 0, 0x7fff_0000)  // ret ALLOW
+        op(0x06, 0, 0, 0x0005_0000 | UInt32(EPERM))  // ret ERRNO(EPERM)
+        let ok = prog.withUnsafeMutableBufferPointer { p -> Bool in
+            // struct sock_fprog { unsigned short len; struct sock_filter *filter } (pointer at 8)
+            let fprog = UnsafeMutableRawPointer.allocate(byteCount: 16, alignment: 8)
+            defer { fprog.deallocate() }
+            fprog.storeBytes(of: UInt16(p.count), as: UInt16.self)
+            fprog.storeBytes(of: UnsafeMutableRawPointer(p.baseAddress!), toByteOffset: 8, as: UnsafeMutableRawPointer.self)
+            // prctl is variadic in C, so Swift does not import it: called through its symbol.
+            typealias Prctl = @convention(c) (Int32, UInt, UInt, UInt, UInt) -> Int32
+            guard let sym = dlsym(nil, "prctl") else { return false }
+            let prctl = unsafeBitCast(sym, to: Prctl.self)
+            return prctl(38 /* PR_SET_NO_NEW_PRIVS */, 1, 0, 0, 0) == 0
+                && prctl(22 /* PR_SET_SECCOMP */, 2 /* SECCOMP_MODE_FILTER */, UInt(bitPattern: fprog), 0, 0) == 0
+        }
+        precondition(ok, "seccomp filter not installed: errno \(errno)")
+        body()
+    }
+    t.join()
+}
+
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct ControlServerUnderSystemdFilterTests {
+    let dir = TestFS.tempDir()
+
+    /// Under crier.service the socket is made by a process whose group is already crier, and
+    /// chown is refused: the socket must still be there (it was not, and no trial update could
+    /// ever be committed).
+    @Test func listensWhenChownIsRefusedAndTheGroupIsAlreadyRight() throws {
+        defer { TestFS.remove(dir) }
+        let path = dir + "/control.sock"
+        let hub = LogHub(clock: { WallTime(unixMillis: 0) })
+        let gid = getegid()
+        let name = String(cString: getgrgid(gid).pointee.gr_name)
+        let result = Mutex<String>("not run")
+        let chownFails = Mutex(false)
+        try withChownRefused {
+            chownFails.withLock { $0 = chown(dir, uid_t.max, gid) != 0 && errno == EPERM }
+            do {
+                let s = try ControlServer(path: path, group: name, handlers: .init(status: { sampleSnapshot() }, say: { _, _ in "" }),
+                                          log: hub.logger("control"))
+                s.close()
+                result.withLock { $0 = "ok" }
+            } catch {
+                result.withLock { $0 = "\(error)" }
+            }
+        }
+        #expect(chownFails.withLock { $0 }, "the filter must refuse chown, or this test proves nothing")
+        #expect(result.withLock { $0 } == "ok")
+    }
+
+    /// A group the daemon is not in, with chown refused: a warning naming both groups and a
+    /// socket for root and the daemon's group, not a daemon without a control socket.
+    @Test func warnsAndKeepsTheSocketWhenTheGroupCannotBeGiven() throws {
+        defer { TestFS.remove(dir) }
+        let path = dir + "/control.sock"
+        let sink = MemoryLogSink()
+        let hub = LogHub(clock: { WallTime(unixMillis: 0) })
+        hub.add(sink)
+        guard let other = getgrgid(getegid() == 0 ? 1 : 0).map({ String(cString: $0.pointee.gr_name) }) else { return }
+        let result = Mutex<String>("not run")
+        try withChownRefused {
+            do {
+                let s = try ControlServer(path: path, group: other, handlers: .init(status: { sampleSnapshot() }, say: { _, _ in "" }),
+                                          log: hub.logger("control"))
+                var st = stat()
+                result.withLock { $0 = lstat(path, &st) == 0 && (st.st_mode & 0o777) == 0o660 ? "ok" : "no socket" }
+                s.close()
+            } catch {
+                result.withLock { $0 = "\(error)" }
+            }
+        }
+        #expect(result.withLock { $0 } == "ok")
+        #expect(sink.lines.contains { $0.contains("WARN") && $0.contains("cannot give it to group \(other)") })
+    }
+}
