@@ -137,7 +137,8 @@ fi
 # The base root's recipe: the mmdebstrap command line below (this function's text is part of
 # the cache key, so an edit here re-keys the cache and nothing else in this script does), the
 # package lists, path-excludes, hooks and overlay files under image/, except customize-crier.sh
-# and customize-final.sh, which run on every build after crier is installed.
+# and customize-final.sh, which run on every build after crier is installed, and image/rauc/
+# (RAUC's system.conf, installed by customize-final.sh).
 BASE_RECIPE=1
 pkglist() { sed -e 's/#.*//' "$@" | tr -s ' \t\n' '\n' | sed '/^$/d' | paste -sd, -; }
 base_mmdebstrap() {   # $1: target directory; output to the log
@@ -191,7 +192,7 @@ base_key() {
   {
     echo "recipe=$BASE_RECIPE arch=$ARCH suite=$SUITE mirror=$MIRROR"
     declare -f base_mmdebstrap pkglist
-    (cd "$ROOT" && find image -type f ! -name customize-crier.sh ! -name customize-final.sh | LC_ALL=C sort | xargs sha256sum)
+    (cd "$ROOT" && find image -type f ! -name customize-crier.sh ! -name customize-final.sh ! -path 'image/rauc/*' | LC_ALL=C sort | xargs sha256sum)
     local s
     for s in "$MIRROR/dists/$SUITE" "$MIRROR/dists/$SUITE-updates" "${MIRROR%/debian}/debian-security/dists/$SUITE-security"; do
       python3 - "$s/InRelease" "$ARCH" $COMPONENTS <<'PY' || return 1
@@ -315,7 +316,7 @@ if [ -n "$KEYRING" ]; then
 else
   echo "  RAUC keyring: none (--keyring not given): this image refuses every update bundle"
 fi
-sh "$ROOT/image/hooks/customize-final.sh" "$R" | sed 's/^/  /'
+CRIER_IMAGE_DIR="$ROOT/image" CRIER_ARCH="$ARCH" sh "$ROOT/image/hooks/customize-final.sh" "$R" | sed 's/^/  /'
 
 # ---- 5. manifest -----------------------------------------------------------------------------
 step "manifest"

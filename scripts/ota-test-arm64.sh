@@ -23,7 +23,8 @@
 #   n+2 slot B still (the half-written slot is never booted); install v4 again: it succeeds
 # Test-only changes to the copy: the test CA as /etc/rauc/keyring.pem, short health times in
 # /etc/default/crier-mark-good, the agent unit, crier-bootargs.txt (as boot-test-arm64.sh).
-# Env: BOOT_TIMEOUT (s per boot, default 900).
+# Env: BOOT_TIMEOUT (s per boot, default 900), OTA_RAUC_CONF (below), CUT_AFTER (s into the v4
+# install when the power is cut, default 20).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
@@ -86,6 +87,12 @@ put() {  # put SRC DEST [MODE] on the ext4 file system $3/$EXTFS
 say "test keys (scripts/bundle-keys.sh)"
 bash "$ROOT/scripts/bundle-keys.sh" "$WORK/keys" >/dev/null
 put "$EXT" "$WORK/keys/keyring.pem" /etc/rauc/keyring.pem
+# OTA_RAUC_CONF=FILE: try an edited RAUC system.conf without rebuilding the image (e.g.
+# image/rauc/system-arm64.conf after a change; the bundles are cut from this slot A, so they carry it too).
+if [ -n "${OTA_RAUC_CONF:-}" ]; then
+  put "$EXT" "$OTA_RAUC_CONF" /etc/rauc/system.conf
+  say "RAUC system.conf from $OTA_RAUC_CONF (OTA_RAUC_CONF)"
+fi
 printf 'HEALTH_SECONDS=20\nLINK_GRACE_SECONDS=0\nTRIAL_SECONDS=600\n' > "$WORK/mark-good"
 put "$EXT" "$WORK/mark-good" /etc/default/crier-mark-good
 echo v1 > "$WORK/ver"; put "$EXT" "$WORK/ver" /etc/crier-ota-version

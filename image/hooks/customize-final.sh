@@ -11,6 +11,19 @@ else
   echo "customize-final: /etc/resolv.conf blanked"
 fi
 
+# Updates (docs/updates.md): RAUC's system.conf for this arch (slots, boot loader backend,
+# keyring path; the keyring itself comes from build-image.sh --keyring). Here rather than in the
+# cached base root (image/rauc/ is not part of its key), so an edit to it needs no base rebuild.
+install -D -m 0644 "${CRIER_IMAGE_DIR:?}/rauc/system-${CRIER_ARCH:?}.conf" "$root/etc/rauc/system.conf"
+echo "customize-final: /etc/rauc/system.conf from image/rauc/system-$CRIER_ARCH.conf"
+
+# A Pi has no real-time clock: until timesyncd has reached a server (or read its clock file on
+# crier-data, from an earlier boot), systemd starts the clock at the newest of its own build date
+# and /usr/lib/clock-epoch's mtime. The build time here, so a box that has never been online
+# does not live months in the past (log times, certificate checks of the order link's TLS).
+touch "$root/usr/lib/clock-epoch"
+echo "customize-final: /usr/lib/clock-epoch = $(date -u -r "$root/usr/lib/clock-epoch" +%Y-%m-%dT%H:%M:%SZ) (the clock's floor at boot)"
+
 # Read-only root: the units that run when /usr is newer than /etc/.updated or /var/.updated
 # (ConditionNeedsUpdate=: ldconfig, systemd-hwdb-update, systemd-sysusers, the journal catalog,
 # systemd-update-done) would try to write /etc and /var on every boot and fail. Debian's

@@ -14,9 +14,8 @@ done
 chmod 0755 "$root/usr/local/sbin/"*
 in_root systemctl enable crier-growdata.service crier-image-layout.service crier-mark-good.service
 
-# 1b. Updates (docs/updates.md): RAUC's system.conf for this arch (slots, boot loader backend,
-#     keyring path; the keyring itself comes from build-image.sh --keyring).
-install -D -m 0644 "$CRIER_IMAGE_DIR/rauc/system-$CRIER_ARCH.conf" "$root/etc/rauc/system.conf"
+# 1b. Updates (docs/updates.md): RAUC's system.conf is installed on every build by
+#     customize-final.sh (not here: it is configuration, and an edit to it must not cost a base rebuild).
 
 # 2. Identity. mmdebstrap's final cleanup empties /etc/machine-id. On the read-only root systemd
 #    cannot commit one: every boot gets a fresh, transient ID (mounted over /etc/machine-id from
