@@ -14,6 +14,62 @@ public enum TextSanitizer {
     public static func clean(_ input: String, maxChars: Int) -> Result {
         // Entities first, so a decoded control character (&#7;) is caught like a raw one.
         let input = decodeEntities(input)
+        // Grapheme breaking (the Character walk below, then `count` and `prefix` again) was most
+        // of the time before a long text's first sound (issue 16). Text whose every scalar is a
+        // grapheme of its own gives the same result scalar by scalar.
+        if input.unicodeScalars.allSatisfy(standsAlone) { return cleanScalars(input, maxChars: maxChars) }
+        return cleanCharacters(input, maxChars: maxChars)
+    }
+
+    /// True for scalars that never join a neighbour into one grapheme cluster (UAX #29): Latin
+    /// up to U+02FF, general punctuation but ZWNJ/ZWJ, super/subscripts and currency, CJK
+    /// punctuation but its tone marks, kana but the voicing marks, CJK ideographs, fullwidth
+    /// forms. Everything else (combining marks, ZWJ, variation selectors, emoji modifiers,
+    /// regional indicators, Hangul, Indic scripts, prepend marks) takes the Character walk.
+    static func standsAlone(_ u: Unicode.Scalar) -> Bool {
+        switch u.value {
+        case 0x0000...0x02FF: return true
+        case 0x200C, 0x200D: return false
+        case 0x2000...0x20CF: return true
+        case 0x302A...0x302F: return false
+        case 0x3000...0x3098, 0x309B...0x30FF: return true
+        case 0x4E00...0x9FFF: return true
+        case 0xFF01...0xFF60: return true
+        default: return false
+        }
+    }
+
+    /// `cleanCharacters` for text of `standsAlone` scalars only: one scalar is one Character.
+    static func cleanScalars(_ input: String, maxChars: Int) -> Result {
+        var out = String.UnicodeScalarView()
+        var count = 0
+        var replaced = 0
+        var lastWasSpace = true
+        for u in input.unicodeScalars {
+            var isSpace = u.properties.isWhitespace
+            if isUnwanted(u) {
+                replaced += 1
+                isSpace = true
+            }
+            if isSpace {
+                if !lastWasSpace { out.append(" "); count += 1 }
+                lastWasSpace = true
+            } else {
+                out.append(u)
+                count += 1
+                lastWasSpace = false
+            }
+        }
+        if lastWasSpace, count > 0 { out.removeLast(); count -= 1 }
+        var truncated = 0
+        if count > maxChars {
+            truncated = count - maxChars
+            out = String.UnicodeScalarView(out.prefix(max(0, maxChars)))
+        }
+        return Result(text: String(out), truncated: truncated, replaced: replaced)
+    }
+
+    static func cleanCharacters(_ input: String, maxChars: Int) -> Result {
         var out = ""
         var replaced = 0
         var lastWasSpace = true
