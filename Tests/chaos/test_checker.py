@@ -330,3 +330,17 @@ def test_saying_length_comes_from_the_synthesized_line_since_speech_streams():
     got = [(ids, secs) for _, ids, secs, _ in checker._sayings(seg)]
     # d's synthesized line comes after the next saying: not d's (it was cut before its end).
     assert got == [(["a", "b"], 3.5), (["c"], 1.5), (["d"], 0.0), (["e"], 0.0)]
+
+
+def test_a_coalesced_alert_counts_its_speech_once():
+    # CI seed 86226 (coalesce_max=10): every alert heard, yet the total check added each alert's
+    # length once per order in it and reported 34.7 s of speech for 130.8 s of alerts.
+    r = Rec()
+    ids = ["N%d" % i for i in range(10)]
+    for i in ids:
+        r.order(i, T0 + 1)
+    r.say(ids, T0 + 1.2, 8.0)
+    for i in ids:
+        r.ack(i, T0 + 9.3)
+    assert checker.check(r.done()) == []
+
