@@ -7,6 +7,8 @@ public enum AnnouncementContent: Sendable, Equatable {
     case payment(amount: String)
     case text(String)
     case prompt(Templates.Name)
+    /// A prompt whose template takes values (`updated`: `{version}`).
+    case filled(Templates.Name, [String: String])
 }
 
 /// Text ready for the synthesizer, in one language.
@@ -57,6 +59,8 @@ public struct Announcer: Sendable {
             raw = Templates.fill(templates[lang, .text], ["text": t])
         case .prompt(let name):
             raw = templates[lang, name]
+        case .filled(let name, let values):
+            raw = Templates.fill(templates[lang, name], values)
         }
         if let overrideText {
             let r = render(overrideText, lang: lang)

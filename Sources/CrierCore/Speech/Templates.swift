@@ -17,6 +17,8 @@ public struct Templates: Sendable, Equatable {
         case wifiWrongPassword = "wifi_wrong_password"
         case wifiNotFound = "wifi_not_found"
         case wifiNoAddress = "wifi_no_address"
+        case updated
+        case updateFailed = "update_failed"
     }
 
     public var table: [Lang: [Name: String]] = Templates.defaults
@@ -40,6 +42,8 @@ public struct Templates: Sendable, Equatable {
             .wifiWrongPassword: "无线网络密码错误",
             .wifiNotFound: "未找到无线网络",
             .wifiNoAddress: "无线网络未获取到地址",
+            .updated: "已更新到版本{version}",
+            .updateFailed: "更新到版本{version}失败，已恢复版本{from_version}",
         ],
         .en: [
             .newCustomer: "New customer, number {number}",
@@ -57,11 +61,14 @@ public struct Templates: Sendable, Equatable {
             .wifiWrongPassword: "Wi-Fi password wrong",
             .wifiNotFound: "Wi-Fi network not found",
             .wifiNoAddress: "Wi-Fi connected, but no IP address",
+            .updated: "Updated to version {version}",
+            .updateFailed: "Update to version {version} failed; back on version {from_version}",
         ],
     ]
 
     static let placeholders: [Name: [String]] = [
         .newCustomer: ["number"], .newCustomers: ["numbers"], .payment: ["amount"], .text: ["text"],
+        .updated: ["version"], .updateFailed: ["version", "from_version"],
     ]
 
     public subscript(lang: Lang, name: Name) -> String { table[lang]?[name] ?? Templates.defaults[lang]![name]! }

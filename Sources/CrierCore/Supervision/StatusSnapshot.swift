@@ -22,6 +22,9 @@ public struct StatusSnapshot: Sendable, Equatable {
     public var wifi: WifiStatus?
     /// Background music; nil when `music.source = off`.
     public var music: MusicStatus?
+    /// Slots and updates; nil on a box not booted through the A/B boot script with no update
+    /// records (a development machine).
+    public var update: UpdateStatus?
 
     public init(version: String, deviceID: String, time: WallTime, uptime: Double, components: [ComponentStatus],
                 link: LinkStatus, lastError: LogRecord? = nil, volume: Int, volumeMax: Int, muted: Bool,
@@ -197,6 +200,8 @@ public enum StatusFormat {
                 ("ducked", .bool(m.ducked)),
             ]))))
         }
+        // A separate object after the rest: crier-mark-good reads `"link": {"state": …` as it is.
+        if let u = s.update { fields.append(("update", u.json())) }
         let o = JSONObject(fields)
         return String(decoding: JSON.write(.object(o)), as: UTF8.self)
     }
@@ -225,6 +230,7 @@ public enum StatusFormat {
         out += "volume: \(s.volume)/\(s.volumeMax)\(s.muted ? " (muted)" : "")\n"
         out += "queue: \(s.queueLength) waiting\n"
         if let m = s.music { out += "music: \(m.line)\n" }
+        if let u = s.update { out += u.human() }
         out += "components:\n"
         let width = s.components.map(\.name.count).max() ?? 0
         for c in s.components {

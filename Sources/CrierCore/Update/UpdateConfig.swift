@@ -1,0 +1,105 @@
+/// Over-the-air updates (docs/updates.md): where the image's update scripts leave their records,
+/// how crier reaches RAUC, and whether the order server may offer a bundle.
+public struct UpdateConfig: Sendable, Equatable {
+    public init() {}
+
+    /// The directory holding `update-pending` and `update-outcome` (crier-data, bound to
+    /// /var/lib/crier on the image; the scripts there write to this path).
+    public var dir = "/var/lib/crier"
+    /// The `rauc` program; "off": this box is not updated by crier (no `crier update`, no offers).
+    public var rauc: String? = "rauc"
+    /// Say "已更新到版本…" / "Updated to version …" (or the rollback) once after the update.
+    public var announce = true
+    /// Let the order server offer a bundle (`{"type":"update"}` over the link); off: offers are
+    /// logged and answered "refused".
+    public var allowRemote = false
+
+    public var pendingPath: String { dir + "/update-pending" }
+    public var outcomePath: String { dir + "/update-outcome" }
+
+    static let keys: [ConfigKey] = [
+        ConfigKey("update.dir", section: "updates", default: "/var/lib/crier",
+                  doc: "Where the image's update scripts keep update-pending and update-outcome (crier-data); change only with them.",
+                  apply: { c, v throws(ConfigValueError) in
+                      var p = try ConfigValue.absolutePath(v)
+                      while p.count > 1 && p.hasSuffix("/") { p.removeLast() }
+                      c.update.dir = p
+                  }, render: { $0.update.dir }),
+        ConfigKey("update.rauc", section: "updates", default: "rauc",
+                  doc: "The RAUC program used by `crier update` and server offers (a name on PATH or an absolute path); off: no updates through crier.",
+                  apply: { c, v throws(ConfigValueError) in
+                      let v = try ConfigValue.nonEmpty(v, what: "a program name, a path or off")
+                      if v.lowercased() == "off" { c.update.rauc = nil; return }
+                      guard !v.contains(where: { $0 == " " || $0.isNewline }) else {
+                          throw ConfigValueError("expected a program name or an absolute path without spaces, got \(ConfigValue.shown(v))")
+                      }
+                      guard v.hasPrefix("/") || !v.contains("/") else {
+                          throw ConfigValueError("expected a name on PATH or an absolute path, got the relative path \(ConfigValue.shown(v))")
+                      }
+                      c.update.rauc = v
+                  }, render: { $0.update.rauc ?? "off" }),
+        ConfigKey("update.announce", section: "updates", default: "on",
+                  doc: "Say once that the box was updated (\"已更新到版本…\") or that an update failed and the old version runs again.",
+                  apply: { c, v throws(ConfigValueError) in c.update.announce = try ConfigValue.bool(v) },
+                  render: { $0.update.announce ? "on" : "off" }),
+        ConfigKey("update.allow_remote", section: "updates", default: "off",
+                  doc: "Install a bundle the order server offers ({\"type\":\"update\",\"url\":…}); only signed bundles are accepted either way.",
+                  apply: { c, v throws(ConfigValueError) in c.update.allowRemote = try ConfigValue.bool(v) },
+                  render: { $0.update.allowRemote ? "on" : "off" }),
+    ]
+}
+
+/// What `crier update` (or a server's offer) names: a bundle file on the box, or an http(s) URL
+/// RAUC streams from (verity bundles; no copy on the card first).
+public enum UpdateSource: Sendable, Equatable, CustomStringConvertible {
+    case file(String)
+    case url(String)
+
+    public struct Invalid: Error, Sendable, Equatable, CustomStringConvertible {
+        public var message: String
+        public var description: String { message }
+    }
+
+    /// `relativeTo`: the working directory a relative path is taken from (RAUC's service runs
+    /// elsewhere and needs an absolute path).
+    public init(parsing s: String, relativeTo cwd: String) throws(Invalid) {
+        guard !s.isEmpty else { throw Invalid(message: "no bundle given: expected a .raucb file or an https:// URL") }
+        guard !s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
+            throw Invalid(message: "the bundle name has control characters: \(ConfigValue.shown(String(s.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? "?" : Character($0) })))")
+        }
+        let l = s.lowercased()
+        if l.hasPrefix("https://") || l.hasPrefix("http://") {
+            guard !s.contains(" "), s.count > (l.hasPrefix("https") ? 8 : 7) else {
+                throw Invalid(message: "expected a URL without spaces, got \(ConfigValue.shown(s))")
+            }
+            self = .url(s)
+        } else if let scheme = Self.scheme(l) {
+            throw Invalid(message: "RAUC installs from a file or an http(s) URL, not \(scheme)://"
+                + (scheme == "file" ? "; give the path itself (\(s.dropFirst(7)))" : ""))
+        } else if s.hasPrefix("/") {
+            self = .file(s)
+        } else {
+            self = .file((cwd.hasSuffix("/") ? cwd : cwd + "/") + s)
+        }
+    }
+
+    /// "ftp" for "ftp://…": letters, digits, + - . before "://".
+    static func scheme(_ l: String) -> String? {
+        let u = Array(l.utf8)
+        guard u.count > 3 else { return nil }
+        for i in 0..<(u.count - 2) where u[i] == UInt8(ascii: ":") && u[i + 1] == UInt8(ascii: "/") && u[i + 2] == UInt8(ascii: "/") {
+            let name = u[0..<i]
+            guard !name.isEmpty, name.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7a) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2b || $0 == 0x2d || $0 == 0x2e })
+            else { return nil }
+            return String(decoding: name, as: UTF8.self)
+        }
+        return nil
+    }
+
+    public var description: String {
+        switch self {
+        case .file(let p): p
+        case .url(let u): u
+        }
+    }
+}
