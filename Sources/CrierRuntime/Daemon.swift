@@ -58,6 +58,13 @@ public actor Daemon {
     var wpa: WpaControl?
     let wifiLog: Logger
 
+    /// Slots and update records (DaemonUpdates.swift); nil until `start`.
+    var update: UpdateStatus?
+    var updateFileKeys: (pending: [Int]?, outcome: [Int]?) = (nil, nil)
+    /// The outcome said in this run, before its `announced=1` reached the card.
+    var updateSaid: UpdateOutcome?
+    let updateLog: Logger
+
     var stopping = false
     var speakerDone: CheckedContinuation<Void, Never>?
     var speakerFinished = false
@@ -76,6 +83,7 @@ public actor Daemon {
         if config.link.server == nil { status.onLinkDown = false }
         linkPrompts = LinkPromptSchedule(config: status, startedAt: Monotonic.now())
         wifiLog = hub.logger("wifi")
+        updateLog = hub.logger("update")
         if config.wifi.enabled {
             wifi = WifiMonitor(config: config.wifi, repeatEvery: config.status.linkDownRepeat, now: Monotonic.now())
         }
@@ -90,6 +98,7 @@ public actor Daemon {
         engine.start()
         startMusic()
         if config.status.onStart { statusPrompts.append(.started) }
+        startUpdates()
         if let server = config.link.server {
             let (stream, cont) = AsyncStream.makeStream(of: LinkEvent.self)
             linkEvents = cont
@@ -511,8 +520,8 @@ public actor Daemon {
     }
 
     func sayPrompt(_ name: Templates.Name) async {
-        let u = pipeline.words(.prompt(name), lang: config.speech.lang)
-        guard promptGain > 0 else { return }  // muted: prompts are silent
+        let u = updateWords(name) ?? pipeline.words(.prompt(name), lang: config.speech.lang)
+        guard promptGain > 0 else { return }  // muted: prompts are silent (an update's is said at the next start)
         let now = Self.now()
         wifiTick(now: now)
         if let w = wifi, !w.stillTrue(name, linkUp: linkUp, linkDownAfter: config.status.linkDownAfter, now: now) {
@@ -529,6 +538,14 @@ public actor Daemon {
         // cut it is synthesized right after it on the speech thread.
         speech.stream.cancel()
         log.info(end.outcome == .played ? "said" : "prompt cut short", ["prompt": name.rawValue, "text": u.text])
+        if name == .updated || name == .updateFailed {
+            // Heard in full, or said again after what cut it.
+            if end.outcome == .played {
+                updateAnnounced(name)
+            } else if !stopping && !statusPrompts.contains(name) {
+                statusPrompts.append(name)
+            }
+        }
     }
 
     /// An order cuts the prompt being said: the prompt fades out in the mixer while the order's
@@ -849,6 +866,7 @@ public actor Daemon {
                                                  since: Self.now() - w.since)
                                   })
         snap.music = musicStatus()
+        if let u = update, !u.isEmpty { snap.update = u }
         return snap
     }
 }

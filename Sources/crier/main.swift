@@ -15,6 +15,7 @@ let usage = """
       order-sim      the reference order server (sends orders, prints every ack)
       say TEXT...    speak TEXT on the configured device, or write it to a WAV file
       status         what the running daemon is doing (--json for machines)
+      update FILE|URL  install a signed update bundle into the other slot (the Pi image)
       check-config   validate a config file and print the effective configuration
       config         print a fully commented example config (--example)
       wifi-config    write wpa_supplicant's file from crier.conf's wifi.* keys (at boot)
@@ -233,6 +234,24 @@ case "status":
     a.noUnknownOptions()
     guard a.rest.isEmpty else { fail("status takes no arguments", help) }
     exit(StatusCommand.run(configPath: file, json: json))
+case "update":
+    let help = """
+        usage: crier update [--config FILE] [--reboot] BUNDLE.raucb|https://URL
+          Installs a signed RAUC bundle into the slot not running (docs/updates.md). The new slot
+          is tried at the next boot and kept only if crier is healthy there; otherwise the box
+          goes back by itself. --reboot reboots once it is installed.
+          Exit status: 0 installed, 1 refused or failed (nothing changed), 2 usage,
+          3 no RAUC here (update.rauc = off, or not installed).
+        """
+    var a = Args(rest: argv, help: help)
+    if a.flag("--help") { print(help); exit(0) }
+    let file = a.value("--config")
+    let reboot = a.flag("--reboot")
+    a.noUnknownOptions()
+    guard a.rest.count == 1 else { fail("update takes one BUNDLE or URL", help) }
+    var o = UpdateCommand.Options(source: a.rest[0], configPath: file)
+    o.reboot = reboot
+    exit(UpdateCommand.run(o))
 case "check-config":
     let help = "usage: crier check-config [FILE]   (default \(CrierConfig.defaultPath))"
     var a = Args(rest: argv, help: help)

@@ -1,0 +1,167 @@
+"""Updates, crier's side (issue 20, docs/updates.md): `crier update` against a stand-in `rauc`,
+and the daemon saying the outcome crier-mark-good recorded, exactly once, only once heard."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+from conftest import CRIER, first_loud, read_wav
+from test_daemon import Proc
+
+# What crier-mark-good's outcome() writes.
+UPDATED = "outcome=updated\nversion=0.9.1+20261203.2\nfrom_version=0.9.0+20261201.1\nslot=B\nat=1796300000\nannounced=0\n"
+ROLLED_BACK = "outcome=rolled-back\nversion=0.9.2+bad\nfrom_version=0.9.1+20261203.2\nslot=A\nat=1796300500\nannounced=0\n"
+
+
+def fake_rauc(box, body):
+    p = box.tmp / "rauc"
+    p.write_text("#!/bin/sh\n" + body + "\n")
+    p.chmod(0o755)
+    return str(p)
+
+
+def conf(box, rauc="off", extra=""):
+    box.write_conf("update.dir = %s\nupdate.rauc = %s\nspeech.lang = en\nstatus.on_start = off\ninput = fifo:%s\n"
+                   "state.path = %s\n%s" % (box.tmp, rauc, box.tmp / "b.fifo", box.tmp / "state", extra))
+
+
+def update(box, *args):
+    return subprocess.run([CRIER, "update", "--config", box.conf, *args], env=box.env, capture_output=True, text=True, timeout=60)
+
+
+def test_update_installs_through_rauc_and_says_what_was_installed(box):
+    # Stands in for RAUC + crier-rauc-post-install: progress lines, then the pending record.
+    rauc = fake_rauc(box, """
+        [ "$1" = install ] || exit 9
+        echo installing; echo '  0%% Installing'; echo ' 40%% Checking bundle done.'; echo '100%% Installing done.'
+        printf 'version=0.9.1+b\\nslot=B\\nfrom_slot=A\\nfrom_version=0.9.0\\ninstalled_at=1\\n' > %s/update-pending
+        echo "$2" > %s/installed-from
+        """ % (box.tmp, box.tmp))
+    conf(box, rauc)
+    (box.tmp / "b.raucb").write_bytes(b"bundle")
+    r = subprocess.run([CRIER, "update", "--config", box.conf, "b.raucb"], env=box.env, capture_output=True, text=True,
+                       timeout=60, cwd=str(box.tmp))
+    assert r.returncode == 0, r.stderr
+    assert "crier update: rauc:  40% Checking bundle done." in r.stdout
+    assert "installed version 0.9.1+b into slot B (running slot A, crier 0.9.0)" in r.stdout
+    assert "reboot to run it" in r.stdout
+    # RAUC's service runs elsewhere: it gets an absolute path
+    assert (box.tmp / "installed-from").read_text().strip() == str(box.tmp / "b.raucb")
+
+
+def test_a_refused_bundle_gives_raucs_reason_and_exit_1(box):
+    rauc = fake_rauc(box, """
+        echo ' 40% Checking bundle failed.'
+        echo "LastError: Failed to verify bundle signature: unable to get local issuer certificate" >&2
+        exit 1""")
+    conf(box, rauc)
+    (box.tmp / "b.raucb").write_bytes(b"x")
+    r = update(box, str(box.tmp / "b.raucb"))
+    assert r.returncode == 1
+    assert ("RAUC refused: Failed to verify bundle signature: unable to get local issuer certificate (exit status 1); "
+            "nothing was changed") in r.stderr
+    assert not (box.tmp / "update-pending").exists()
+
+
+def test_update_without_rauc_missing_bundle_and_bad_source(box):
+    conf(box, "/nonexistent/rauc")
+    (box.tmp / "b.raucb").write_bytes(b"x")
+    r = update(box, str(box.tmp / "b.raucb"))
+    assert r.returncode == 3 and "cannot run RAUC ('/nonexistent/rauc': No such file or directory)" in r.stderr
+    conf(box, "off")
+    r = update(box, str(box.tmp / "b.raucb"))
+    assert r.returncode == 3 and "update.rauc = off" in r.stderr
+    conf(box, fake_rauc(box, "exit 0"))
+    r = update(box, str(box.tmp / "missing.raucb"))
+    assert r.returncode == 1 and "missing.raucb: No such file or directory; nothing was changed" in r.stderr
+    r = update(box, "ftp://host/b.raucb")
+    assert r.returncode == 2 and "not ftp://" in r.stderr
+    r = update(box, str(box.tmp))
+    assert r.returncode == 1 and "is not a regular file" in r.stderr
+
+
+def run(box):
+    p = Proc([CRIER, "run", "--config", box.conf], env=box.env)
+    p.wait_for(r" INFO runtime: ready")
+    return p
+
+
+def test_the_outcome_is_said_once_heard_then_never_again(box):
+    conf(box)
+    (box.tmp / "update-outcome").write_text(UPDATED)
+    crier = run(box)
+    try:
+        crier.wait_for(r"INFO update: updated to 0\.9\.1\+20261203\.2 \(from 0\.9\.0\+20261201\.1\), slot B")
+        crier.wait_for(r"INFO runtime: said prompt=updated text=\"Updated to version zero point nine point one\"", timeout=30)
+        crier.wait_for(r"INFO update: update outcome announced")
+        st = json.loads(subprocess.run([CRIER, "status", "--config", box.conf, "--json"], capture_output=True, text=True).stdout)
+        assert st["update"]["last"] == {"outcome": "updated", "version": "0.9.1+20261203.2", "from_version": "0.9.0+20261201.1",
+                                        "slot": "B", "at": 1796300000, "announced": True}
+        assert st["link"]["state"] == "off"
+    finally:
+        assert crier.stop() == 0
+    assert (box.tmp / "update-outcome").read_text() == UPDATED.replace("announced=0", "announced=1")
+    rate, _, x = read_wav(box.capture)
+    assert first_loud(x) is not None
+    # the next start: reported, not said
+    crier = run(box)
+    try:
+        time.sleep(3)
+        st = json.loads(subprocess.run([CRIER, "status", "--config", box.conf, "--json"], capture_output=True, text=True).stdout)
+        assert st["update"]["last"]["announced"] is True
+    finally:
+        assert crier.stop() == 0
+    assert not [l for l in crier.lines() if "prompt=updated" in l or "update: updated" in l]
+
+
+def test_a_power_cut_before_the_sentence_ends_says_it_again(box):
+    conf(box, extra="status.on_start = on\n")  # "Speaker ready" first: the kill lands before the update is heard
+    (box.tmp / "update-outcome").write_text(ROLLED_BACK)
+    crier = run(box)
+    crier.wait_for(r"WARN update: update to 0\.9\.2\+bad ROLLED BACK: it did not stay up; running 0\.9\.1\+20261203\.2 in slot A again")
+    crier.stop(signal.SIGKILL)
+    assert "announced=0" in (box.tmp / "update-outcome").read_text()
+    crier = run(box)
+    try:
+        crier.wait_for(r"INFO runtime: said prompt=update_failed text=\"Update to version zero point nine point two failed; back on version zero point nine point one\"",
+                       timeout=30)
+        crier.wait_for(r"INFO update: update outcome announced")
+    finally:
+        assert crier.stop() == 0
+    assert "announced=1" in (box.tmp / "update-outcome").read_text()
+
+
+def test_an_outcome_written_while_running_is_said(box):
+    # A trial boot: crier starts with only update-pending; crier-mark-good writes the outcome
+    # once crier has been healthy long enough.
+    conf(box)
+    (box.tmp / "update-pending").write_text("version=0.9.1+20261203.2\nslot=B\nfrom_slot=A\nfrom_version=0.9.0\ninstalled_at=1\n")
+    crier = run(box)
+    try:
+        time.sleep(1)
+        st = json.loads(subprocess.run([CRIER, "status", "--config", box.conf, "--json"], capture_output=True, text=True).stdout)
+        assert st["update"]["pending"]["version"] == "0.9.1+20261203.2" and st["update"]["last"] is None
+        tmp = box.tmp / "update-outcome.tmp"
+        tmp.write_text(UPDATED)
+        os.rename(tmp, box.tmp / "update-outcome")
+        os.unlink(box.tmp / "update-pending")
+        crier.wait_for(r"INFO runtime: said prompt=updated", timeout=40)
+        crier.wait_for(r"INFO update: update outcome announced")
+        time.sleep(16)  # one more look at the files: our own rewrite is not a new outcome
+    finally:
+        assert crier.stop() == 0
+    assert len([l for l in crier.lines() if "said prompt=updated" in l]) == 1
+
+
+def test_announce_off_logs_and_reports_but_says_nothing(box):
+    conf(box, extra="update.announce = off\n")
+    (box.tmp / "update-outcome").write_text(UPDATED)
+    crier = run(box)
+    try:
+        crier.wait_for(r"INFO update: updated to 0\.9\.1")
+        time.sleep(2)
+    finally:
+        assert crier.stop() == 0
+    assert not [l for l in crier.lines() if "prompt=updated" in l]
+    assert (box.tmp / "update-outcome").read_text() == UPDATED
