@@ -163,6 +163,7 @@ install -m 0755 "$BINARY" "$PKG/usr/bin/crier"
 
 B="$ROOT/board"
 install -m 0644 "$B/systemd/crier.service" "$PKG/$L/systemd/system/crier.service"
+install -m 0644 "$B/systemd/crier-reboot.path" "$B/systemd/crier-reboot.service" "$PKG/$L/systemd/system/"
 install -m 0644 "$B/systemd/crier.sysusers" "$PKG/usr/lib/sysusers.d/crier.conf"
 install -m 0644 "$B/systemd/crier.tmpfiles" "$PKG/usr/lib/tmpfiles.d/crier.conf"
 install -m 0644 "$B/systemd/system.conf.d/watchdog.conf" "$PKG/usr/lib/systemd/system.conf.d/crier-watchdog.conf"
@@ -178,7 +179,7 @@ install -m 0644 "$B/debian/copyright" "$DOC/copyright"
 for f in docs/hardware.md docs/install-on-pi.md docs/wiring.svg board/raspberrypi/cmdline.md; do
   install -m 0644 "$f" "$DOC/$(basename "$f")"
 done
-for f in README.md docs/configuration.md docs/protocol.md; do   # when the runtime has them
+for f in README.md docs/configuration.md docs/protocol.md docs/updates.md; do   # when the runtime has them
   if [ -f "$f" ]; then install -m 0644 "$f" "$DOC/$(basename "$f")"; fi
 done
 gzip -9n < "$B/debian/crier.1" > "$PKG/usr/share/man/man1/crier.1.gz"

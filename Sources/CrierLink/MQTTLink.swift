@@ -580,8 +580,19 @@ public final class MQTTLink: OrderLinking {
                 return nil
             }
             return .cancel(id: id)
+        case .update(let offer):
+            // Not journaled: an offer lost in a restart is offered again by the server.
+            if let r = verifier?.check(decoded.object ?? JSONObject(), now: options.unixNow()) {
+                conn.unauthenticated += 1
+                if conn.unauthenticated <= 20 {
+                    log.warning("update offer rejected: \(r.reason.rawValue)", ["server": url, "version": offer.version, "error": r.message])
+                }
+                return nil
+            }
+            onEvent(.updateOffer(offer))
+            return nil
         default:
-            bad("only order and cancel messages belong on \(topics.orders), got \(message.typeName)", ack: nil)
+            bad("only order, cancel and update messages belong on \(topics.orders), got \(message.typeName)", ack: nil)
             return nil
         }
     }

@@ -14,6 +14,9 @@ public enum LinkEvent: Sendable, Equatable {
     /// An order the link rejected itself (malformed: `invalid_order`); its ack is already sent.
     /// For the owner's memory: a later cancel of it is answered with the same rejection.
     case rejected(Ack)
+    /// The server offers an update bundle (docs/updates.md); signed like orders when
+    /// `server.key` is set.
+    case updateOffer(UpdateOffer)
 }
 
 /// The box's end of protocol v1 (docs/protocol.md): one TCP (or TLS, `tls://`) connection to the
@@ -40,6 +43,11 @@ public final class OrderLink: Sendable {
         public var stopDrain = 0.5
         /// Unix seconds for signature time checks (tests shift it).
         public var unixNow: @Sendable () -> Int64 = { Crypto.unixNow() }
+        /// What the hello says about the box beyond its id: software version, booted slot, the
+        /// last update's outcome (docs/protocol.md, section 3; the server knows what runs where).
+        public var software: String?
+        public var slot: String?
+        public var lastUpdate: String?
         public init() {}
     }
 
@@ -263,7 +271,11 @@ public final class OrderLink: Sendable {
         defer {
             if let seq = conn.lastUnflushed() { ackStore.with { $0.unflushed(after: seq) } }
         }
-        conn.queue(.hello(Hello(device: deviceID, token: config.token)))
+        var hello = Hello(device: deviceID, token: config.token)
+        hello.software = options.software
+        hello.slot = options.slot
+        hello.lastUpdate = options.lastUpdate
+        conn.queue(.hello(hello))
         let handshakeDeadline = Monotonic.now() + (options.handshakeTimeout ?? min(10, max(1, 2 * config.heartbeat)))
         var welcomed = false
         var unknownTypes = Set<String>()
@@ -411,7 +423,15 @@ public final class OrderLink: Sendable {
                             continue
                         }
                         onEvent(.cancel(id: id))
-                    case .order, .cancel:
+                    case .update(let offer) where welcomed:
+                        if let rejection = verifier?.check(decoded.object ?? JSONObject(), now: options.unixNow()) {
+                            unauthenticated += 1
+                            logUnauthenticated(rejection, type: "update", id: offer.version, count: unauthenticated, server: server)
+                            conn.queue(.error(code: rejection.reason.rawValue, message: "update \(offer.version) ignored: \(rejection.message)"))
+                            continue
+                        }
+                        onEvent(.updateOffer(offer))
+                    case .order, .cancel, .update:
                         oddMessages += 1
                         if oddMessages <= 10 {
                             log.warning("order server sent \(message.typeName) before welcome; ignored", ["server": server.description])

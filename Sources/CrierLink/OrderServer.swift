@@ -391,7 +391,8 @@ public final class OrderServer: Sendable {
                 }
                 c.device = h.device
                 c.queue(.welcome)
-                emit("device connected", [("device", h.device), ("addr", c.addr)])
+                emit("device connected", [("device", h.device), ("addr", c.addr)]
+                     + [("software", h.software), ("slot", h.slot), ("last_update", h.lastUpdate)].compactMap { k, v in v.map { (k, $0) } })
                 if books[h.device] == nil {
                     books[h.device] = DeviceBook(backlog)
                     journal?.append(op: "device", device: h.device)
@@ -426,7 +427,7 @@ public final class OrderServer: Sendable {
                 emit("device error", [("device", dev), ("code", code), ("message", msg)])
             case .hello:
                 c.queue(.error(code: "bad_message", message: "hello sent twice"))
-            case .order, .cancel:
+            case .order, .cancel, .update:
                 c.queue(.error(code: "bad_message", message: "\(m.typeName) goes from server to device"))
             case .unknown(let t):
                 emit("ignored", [("device", dev), ("type", t)])

@@ -64,6 +64,11 @@ public actor Daemon {
     /// The outcome said in this run, before its `announced=1` reached the card.
     var updateSaid: UpdateOutcome?
     let updateLog: Logger
+    var remoteUpdate: RemoteUpdate?
+    var failedOffers: [String: Double] = [:]
+    var lastIgnoredOffer: String?
+    /// When the speaker last finished saying something (the quiet time before a reboot).
+    var lastSaid = 0.0
 
     var stopping = false
     var speakerDone: CheckedContinuation<Void, Never>?
@@ -220,6 +225,8 @@ public actor Daemon {
             case .rejected(let ack):
                 report(ack)
             }
+        case .updateOffer(let offer):
+            offerUpdate(offer)
         case .rejected(let ack):
             queue.rememberRejection(ack)  // rejected by the link (malformed): a cancel gets it again
         case .cancel(let id):
@@ -302,14 +309,20 @@ public actor Daemon {
             engine.requestDuck(speaking)
             if let alert {
                 await say(alert)
+                lastSaid = Self.now()
             } else if !buttonPrompts.isEmpty {
                 await sayPrompt(buttonPrompts.removeFirst())
+                lastSaid = Self.now()
             } else if !requests.isEmpty {
                 await sayUtterance(requests.removeFirst())
+                lastSaid = Self.now()
             } else if !statusPrompts.isEmpty {
                 await sayPrompt(statusPrompts.removeFirst())
+                lastSaid = Self.now()
             } else {
                 var wakeAt = held ? queue.nextExpiry : queue.nextWakeup(now: now)
+                // Nothing to say and nothing waiting (held alerts wait too): an offered update.
+                if queue.waitingCount == 0, let u = updateTurn(now: now) { wakeAt = min(wakeAt ?? u, u) }
                 if let p = linkPrompts.nextDownPrompt { wakeAt = min(wakeAt ?? p, p) }
                 if let w = wifi?.nextDeadline(now: now) { wakeAt = min(wakeAt ?? w, w) }
                 await sleep(until: wakeAt)
@@ -677,6 +690,9 @@ public actor Daemon {
         }
         var options = OrderLink.Options()
         options.ackStore = ackStore
+        options.software = CrierVersion.string
+        options.slot = update?.bootedSlot
+        options.lastUpdate = update?.last.map { "\($0.kind.rawValue) \($0.version)" }
         return OrderLink(config: config.link, deviceID: config.deviceID, log: hub.logger("link"), options: options) { cont?.yield($0) }
     }
 

@@ -131,3 +131,114 @@ extension Daemon {
         return [Int(st.st_ino), Int(st.st_size), Int(st.st_mtim.tv_sec), Int(st.st_mtim.tv_nsec)]
     }
 }
+
+/// A bundle the order server offered (`{"type":"update"}`): installed when nothing is being
+/// said or waiting, then the box reboots into it once it has been quiet for
+/// `update.quiet_seconds`.
+struct RemoteUpdate: Sendable {
+    enum Phase: Sendable, Equatable {
+        case offered
+        case installing
+        case installed
+        case rebootRequested
+    }
+
+    var offer: UpdateOffer
+    var phase: Phase
+}
+
+extension Daemon {
+    func offerUpdate(_ offer: UpdateOffer) {
+        let v = offer.version
+        func ignore(_ why: String, warn: Bool = true) {
+            if lastIgnoredOffer != v + why {
+                lastIgnoredOffer = v + why
+                updateLog.hub.emit(warn ? .warning : .info, updateLog.component, "update offer ignored: \(why)", [("version", v), ("url", offer.url)])
+            }
+        }
+        guard config.update.allowRemote else {
+            return ignore("update.allow_remote is off in crier.conf (install it with `crier update URL`, or set update.allow_remote = on)")
+        }
+        guard config.update.rauc != nil else { return ignore("update.rauc is off in crier.conf") }
+        if v == CrierVersion.string || v == update?.bootedVersion { return ignore("this version is running", warn: false) }
+        if let last = update?.last, last.kind == .rolledBack, last.version == v {
+            // Offered again, it would install, fail its trial and roll back, forever.
+            return ignore("version \(v) was rolled back on this box (it did not stay up); offer a newer one")
+        }
+        if let r = remoteUpdate {
+            if r.offer == offer || r.phase != .offered { return ignore("busy with version \(r.offer.version) (\(r.phase))", warn: false) }
+        }
+        if let failed = failedOffers[v], Self.now() - failed < 600 {
+            return ignore("its install failed less than 10 minutes ago", warn: false)
+        }
+        remoteUpdate = RemoteUpdate(offer: offer, phase: .offered)
+        update = update ?? UpdateStatus()
+        update?.activity = "offered version \(v); installing when nothing is said"
+        updateLog.info("update offered", ["version": v, "url": offer.url])
+        poke()
+    }
+
+    /// From the speaker loop when it is idle: starts an offered install, or reboots into an
+    /// installed one after the quiet time. Returns when to look again.
+    func updateTurn(now: Double) -> Double? {
+        guard var r = remoteUpdate else { return nil }
+        switch r.phase {
+        case .offered:
+            guard let program = config.update.rauc else { return nil }
+            r.phase = .installing
+            remoteUpdate = r
+            update?.activity = "installing version \(r.offer.version)"
+            updateLog.info("installing", ["version": r.offer.version, "url": r.offer.url])
+            let rauc = Rauc(program: program), url = r.offer.url, log = updateLog
+            do throws(SystemError) {
+                try PosixThread.detach(name: "crier-install") {
+                    let result = rauc.install(url) { line in log.info("rauc: \(line)") }
+                    Task { await self.installFinished(result) }
+                }
+            } catch {
+                installFinished(.failure(.notInstalled(program: program, why: "no thread: \(error)")))
+            }
+            return nil
+        case .installing, .rebootRequested:
+            return nil
+        case .installed:
+            let quietSince = max(lastSaid, started)
+            let due = quietSince + config.update.quietSeconds
+            guard now >= due else { return due }
+            guard let path = config.update.rebootRequest else { return nil }
+            r.phase = .rebootRequested
+            remoteUpdate = r
+            do throws(SystemError) {
+                try FileIO.write(path, Array("version=\(r.offer.version)\n".utf8))
+                update?.activity = "rebooting into version \(r.offer.version)"
+                updateLog.info("rebooting into the installed update (quiet for \(Format.fixed(now - quietSince, 0)) s)",
+                               ["version": r.offer.version, "request": path])
+            } catch {
+                update?.activity = "installed version \(r.offer.version); the reboot request failed, reboot by hand"
+                updateLog.error("cannot ask for the reboot (\(error)); is crier-reboot.path running? the update runs after the next reboot")
+            }
+            return nil
+        }
+    }
+
+    func installFinished(_ result: Result<Void, Rauc.Failure>) {
+        guard var r = remoteUpdate else { return }
+        switch result {
+        case .success:
+            r.phase = .installed
+            remoteUpdate = r
+            refreshUpdateRecords(startup: false)
+            update?.activity = config.update.rebootRequest == nil
+                ? "installed version \(r.offer.version); reboot to run it (update.reboot_request = off)"
+                : "installed version \(r.offer.version); rebooting after \(ConfigValue.fmt(config.update.quietSeconds)) s with nothing said"
+            updateLog.info("installed", ["version": r.offer.version, "reboot": config.update.rebootRequest == nil ? "by hand" : "when quiet"])
+            refreshSlots()
+        case .failure(let f):
+            failedOffers[r.offer.version] = Self.now()
+            remoteUpdate = nil
+            update?.activity = "install of version \(r.offer.version) failed: \(f)"
+            updateLog.error("install of version \(r.offer.version) failed: \(f); the running slot is unchanged")
+        }
+        poke()
+    }
+}

@@ -184,3 +184,33 @@ private struct UpdateRNG {
         return z ^ (z >> 31)
     }
 }
+
+@Suite struct UpdateProtocolTests {
+    func decode(_ s: String) -> Result<ProtocolMessage, ProtocolError> { ProtocolCodec.decodeKeepingObject(Array(s.utf8)).message }
+
+    @Test func anOfferRoundTrips() throws {
+        let m = try decode(#"{"type":"update","url":"https://u.example/b.raucb","version":"0.9.3+1","extra":1}"#).get()
+        #expect(m == .update(UpdateOffer(url: "https://u.example/b.raucb", version: "0.9.3+1")))
+        #expect(try decode(String(decoding: ProtocolCodec.encode(m), as: UTF8.self)).get() == m)
+    }
+
+    @Test func aBadOfferIsAnInvalidValueNotAnAck() {
+        for bad in [#"{"type":"update","version":"1"}"#, #"{"type":"update","url":"ftp://x/b","version":"1"}"#,
+                    #"{"type":"update","url":"https://x/b","version":""}"#, #"{"type":"update","url":"https://x/b","version":"a b"}"#,
+                    #"{"type":"update","url":"/data/b.raucb","version":"1"}"#, #"{"type":"update","url":7,"version":"1"}"#] {
+            guard case .failure(let e) = decode(bad) else { Issue.record("accepted \(bad)"); continue }
+            #expect(e.rejectedAck == nil, "\(bad)")
+        }
+    }
+
+    @Test func helloCarriesSoftwareSlotAndLastUpdateOnlyWhenSet() throws {
+        var h = Hello(device: "shop-7", token: nil)
+        #expect(!String(decoding: ProtocolCodec.encode(.hello(h)), as: UTF8.self).contains("software"))
+        h.software = "0.9.1"
+        h.slot = "B"
+        h.lastUpdate = "updated 0.9.1"
+        let line = String(decoding: ProtocolCodec.encode(.hello(h)), as: UTF8.self)
+        #expect(line.contains(#""software":"0.9.1","slot":"B","last_update":"updated 0.9.1""#), "\(line)")
+        #expect(try decode(line).get() == .hello(h))
+    }
+}

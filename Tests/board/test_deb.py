@@ -121,6 +121,9 @@ def test_contents(deb):
     expect = {
         "/usr/bin/crier": "-rwxr-xr-x",
         "/lib/systemd/system/crier.service": "-rw-r--r--",
+        "/lib/systemd/system/crier-reboot.path": "-rw-r--r--",
+        "/lib/systemd/system/crier-reboot.service": "-rw-r--r--",
+        "/usr/share/doc/crier/updates.md": "-rw-r--r--",
         "/usr/lib/sysusers.d/crier.conf": "-rw-r--r--",
         "/usr/lib/tmpfiles.d/crier.conf": "-rw-r--r--",
         "/usr/lib/systemd/system.conf.d/crier-watchdog.conf": "-rw-r--r--",
@@ -145,6 +148,8 @@ def test_contents(deb):
 def test_files_are_the_board_files(deb, tmp_path):
     subprocess.run(["dpkg-deb", "-x", deb["path"], str(tmp_path)], check=True)
     for inside, src in [("lib/systemd/system/crier.service", "board/systemd/crier.service"),
+                        ("lib/systemd/system/crier-reboot.path", "board/systemd/crier-reboot.path"),
+                        ("lib/systemd/system/crier-reboot.service", "board/systemd/crier-reboot.service"),
                         ("usr/lib/sysusers.d/crier.conf", "board/systemd/crier.sysusers"),
                         ("usr/share/crier/crier.conf", "board/crier.conf")]:
         assert (tmp_path / inside).read_bytes() == (ROOT / src).read_bytes(), inside

@@ -46,7 +46,20 @@ def unit_with_real_binary(tmp_path):
     d.mkdir()
     u = d / "crier.service"
     u.write_text(text.replace("ExecStart=/usr/bin/crier ", "ExecStart=%s " % fake))
+    for name in ("crier-reboot.path", "crier-reboot.service"):  # crier.service Wants= the path unit
+        (d / name).write_text((UNIT.parent / name).read_text())
     return u
+
+
+def test_the_reboot_units_verify_and_watch_crier_s_runtime_directory(unit_with_real_binary):
+    d = unit_with_real_binary.parent
+    r = subprocess.run(["systemd-analyze", "verify", "--man=no", str(d / "crier-reboot.path"), str(d / "crier-reboot.service")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "" and r.stderr.strip() == "", r.stdout + r.stderr
+    path = (d / "crier-reboot.path").read_text()
+    assert "PathExists=/run/crier/reboot-request" in path and "Wants=crier-reboot.path" in unit_with_real_binary.read_text()
+    # the default of update.reboot_request is the file the path unit watches
+    assert re.search(r"^#? ?update\.reboot_request = /run/crier/reboot-request$", (ROOT / "board" / "crier.conf").read_text(), re.M)
 
 
 def test_unit_verifies_cleanly(unit_with_real_binary):

@@ -218,7 +218,8 @@ def test_misbehaving_server(box):
         # Connection 1: garbage, a bad order, then an over-long line.
         c = srv.accept()
         hello = c.read_msg()
-        assert hello == {"type": "hello", "protocol": 1, "device": "test-box"}
+        # no token sent (none configured); software: the version, for the server's fleet view
+        assert hello == {"type": "hello", "protocol": 1, "device": "test-box", "software": hello["software"]} and hello["software"]
         c.send(b'{"type":"welcome"}\n')
         c.send(b"this is not json\n")
         err = c.read_until(lambda m: m.get("type") == "error")[-1]

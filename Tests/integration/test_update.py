@@ -165,3 +165,123 @@ def test_announce_off_logs_and_reports_but_says_nothing(box):
         assert crier.stop() == 0
     assert not [l for l in crier.lines() if "prompt=updated" in l]
     assert (box.tmp / "update-outcome").read_text() == UPDATED
+
+
+# ---- offers from the order server ------------------------------------------------------------
+
+from test_daemon import RawServer  # noqa: E402
+
+OFFER = {"type": "update", "url": "https://updates.example.com/crier-0.9.3.raucb", "version": "0.9.3+20261210.1"}
+
+
+def offer_box(box, rauc, extra=""):
+    srv = RawServer()
+    box.write_conf("server = tcp://127.0.0.1:%d\nlink.heartbeat = 60\ndevice.id = shop-7\nupdate.dir = %s\nupdate.rauc = %s\n"
+                   "update.reboot_request = %s\nupdate.quiet_seconds = 1\nspeech.lang = en\nstatus.on_start = off\n"
+                   "status.on_link_up = off\ninput = fifo:%s\nstate.path = %s\n%s" % (
+                       srv.port, box.tmp, rauc, box.tmp / "reboot-request", box.tmp / "b.fifo", box.tmp / "state", extra))
+    crier = run(box)
+    conn = srv.accept()
+    hello = conn.read_msg()
+    conn.send(b'{"type":"welcome"}\n')
+    crier.wait_for(r"INFO link: connected")
+    return srv, conn, hello, crier
+
+
+def send(conn, msg):
+    conn.send((json.dumps(msg) + "\n").encode())
+
+
+def test_an_offer_is_ignored_unless_allowed(box):
+    rauc = fake_rauc(box, "touch %s/rauc-ran" % box.tmp)
+    srv, conn, hello, crier = offer_box(box, rauc)
+    try:
+        assert hello["software"] and hello["device"] == "shop-7"
+        send(conn, OFFER)
+        crier.wait_for(r"WARN update: update offer ignored: update\.allow_remote is off in crier\.conf .* version=0\.9\.3\+20261210\.1")
+        send(conn, OFFER)  # said once, not per offer
+        time.sleep(1)
+    finally:
+        assert crier.stop() == 0
+    assert len([l for l in crier.lines() if "update offer ignored" in l]) == 1
+    assert not (box.tmp / "rauc-ran").exists()
+
+
+def test_an_offer_installs_after_the_alert_and_reboots_when_quiet(box):
+    rauc = fake_rauc(box, """
+        [ "$1" = install ] || exit 1
+        date +%%s.%%N > %s/install-started
+        echo "$1 $2" > %s/rauc-args
+        echo '  0%% Installing'; sleep 0.3; echo '100%% Installing done.'
+        printf 'version=0.9.3+20261210.1\\nslot=B\\nfrom_slot=A\\nfrom_version=0.9.1\\ninstalled_at=1\\n' > %s/update-pending
+        """ % (box.tmp, box.tmp, box.tmp))
+    srv, conn, hello, crier = offer_box(box, rauc, "update.allow_remote = on\n")
+    try:
+        conn.send(b'{"type":"order","id":"o-1","kind":"text","text":"The kitchen closes in ten minutes, please order now"}\n')
+        crier.wait_for(r"INFO alert: saying ids=o-1")
+        send(conn, OFFER)
+        crier.wait_for(r"INFO update: update offered version=0\.9\.3")
+        acks = conn.read_until(lambda m: m.get("type") == "ack" and m.get("id") == "o-1", timeout=30)
+        assert acks[-1]["status"] == "spoken"
+        crier.wait_for(r"INFO update: installed version=0\.9\.3\+20261210\.1 reboot=\"when quiet\"", timeout=20)
+        crier.wait_for(r"INFO update: rebooting into the installed update", timeout=20)
+        st = json.loads(subprocess.run([CRIER, "status", "--config", box.conf, "--json"], capture_output=True, text=True).stdout)
+        assert st["update"]["pending"]["version"] == "0.9.3+20261210.1"
+        assert st["update"]["activity"] == "rebooting into version 0.9.3+20261210.1"
+    finally:
+        assert crier.stop() == 0
+    lines = crier.lines()
+    spoken_at = next(i for i, l in enumerate(lines) if "INFO alert: spoken id=o-1" in l)
+    installing_at = next(i for i, l in enumerate(lines) if "INFO update: installing" in l)
+    assert installing_at > spoken_at, "never installed while the alert played"
+    assert (box.tmp / "rauc-args").read_text().strip() == "install " + OFFER["url"]
+    assert (box.tmp / "reboot-request").read_text() == "version=0.9.3+20261210.1\n"
+    assert any("INFO update: rauc: 100% Installing done." in l for l in lines)
+
+
+def test_a_version_that_was_rolled_back_is_not_installed_again(box):
+    (box.tmp / "update-outcome").write_text(ROLLED_BACK.replace("0.9.2+bad", OFFER["version"]).replace("announced=0", "announced=1"))
+    rauc = fake_rauc(box, "touch %s/rauc-ran" % box.tmp)
+    srv, conn, hello, crier = offer_box(box, rauc, "update.allow_remote = on\n")
+    try:
+        assert hello["last_update"] == "rolled-back " + OFFER["version"]
+        send(conn, OFFER)
+        crier.wait_for(r"WARN update: update offer ignored: version 0\.9\.3\+20261210\.1 was rolled back on this box")
+        time.sleep(1)
+    finally:
+        assert crier.stop() == 0
+    assert not (box.tmp / "rauc-ran").exists()
+
+
+def test_a_failed_install_is_logged_reported_and_not_retried_at_once(box):
+    rauc = fake_rauc(box, """
+        [ "$1" = install ] || exit 1
+        echo "$1" >> %s/rauc-calls
+        echo 'LastError: Failed to download bundle: HTTP 404' >&2; exit 1""" % box.tmp)
+    srv, conn, hello, crier = offer_box(box, rauc, "update.allow_remote = on\n")
+    try:
+        send(conn, OFFER)
+        crier.wait_for(r"ERROR update: install of version 0\.9\.3\+20261210\.1 failed: RAUC refused: Failed to download bundle: HTTP 404")
+        send(conn, OFFER)
+        crier.wait_for(r"INFO update: update offer ignored: its install failed less than 10 minutes ago")
+        st = json.loads(subprocess.run([CRIER, "status", "--config", box.conf, "--json"], capture_output=True, text=True).stdout)
+        assert st["update"]["activity"].startswith("install of version 0.9.3+20261210.1 failed")
+    finally:
+        assert crier.stop() == 0
+    assert (box.tmp / "rauc-calls").read_text() == "install\n"
+    assert not (box.tmp / "reboot-request").exists()
+
+
+def test_malformed_offers_are_refused_by_the_codec(box):
+    srv, conn, hello, crier = offer_box(box, fake_rauc(box, "touch %s/rauc-ran" % box.tmp), "update.allow_remote = on\n")
+    try:
+        for bad in ({"type": "update", "version": "1"}, {"type": "update", "url": "ftp://x/b", "version": "1"},
+                    {"type": "update", "url": "https://x/b", "version": "a b"}, {"type": "update", "url": "https://x/b"}):
+            send(conn, bad)
+        send(conn, {"type": "ping"})
+        conn.read_until(lambda m: m.get("type") == "pong")
+        time.sleep(0.5)
+    finally:
+        assert crier.stop() == 0
+    assert not (box.tmp / "rauc-ran").exists()
+    assert crier.p.returncode == 0

@@ -120,6 +120,11 @@ public struct Hello: Sendable, Equatable, CustomStringConvertible, CustomDebugSt
     public var protocolVersion: Int
     public var device: String
     public var token: String?
+    /// Optional, informational (unknown fields are ignored by older servers): crier's version,
+    /// the booted root slot, "updated VERSION" / "rolled-back VERSION".
+    public var software: String?
+    public var slot: String?
+    public var lastUpdate: String?
 
     public init(protocolVersion: Int = ProtocolCodec.version, device: String, token: String?) {
         self.protocolVersion = protocolVersion

@@ -7,6 +7,8 @@ public enum ProtocolMessage: Sendable, Equatable {
     case order(Order)
     case ack(Ack)
     case cancel(id: String)
+    /// The server offers a bundle (docs/updates.md): installed when idle if update.allow_remote.
+    case update(UpdateOffer)
     case ping
     case pong
     /// A `type` this version does not know: logged and ignored (forward compatibility).
@@ -20,6 +22,7 @@ public enum ProtocolMessage: Sendable, Equatable {
         case .order: "order"
         case .ack: "ack"
         case .cancel: "cancel"
+        case .update: "update"
         case .ping: "ping"
         case .pong: "pong"
         case .unknown(let t): t
@@ -113,7 +116,11 @@ public enum ProtocolCodec {
             let v = try r.int("protocol")
             let device = try r.string("device")
             let token = try r.optionalString("token")
-            return .hello(Hello(protocolVersion: v, device: device, token: token))
+            var h = Hello(protocolVersion: v, device: device, token: token)
+            h.software = try r.optionalString("software")
+            h.slot = try r.optionalString("slot")
+            h.lastUpdate = try r.optionalString("last_update")
+            return .hello(h)
         case "welcome":
             return .welcome
         case "error":
@@ -131,6 +138,22 @@ public enum ProtocolCodec {
             return .ack(Ack(id: id, status: status, reason: try r.optionalString("reason"), message: try r.optionalString("message")))
         case "cancel":
             return .cancel(id: try r.id())
+        case "update":
+            let url = try r.string("url")
+            let version = try r.string("version")
+            guard !version.isEmpty, version.count <= 64, !version.contains(where: { $0.isNewline || $0 == " " }) else {
+                throw r.invalid("version", "must be 1 to 64 characters without spaces")
+            }
+            let source: UpdateSource
+            do throws(UpdateSource.Invalid) {
+                source = try UpdateSource(parsing: url, relativeTo: "/")
+            } catch {
+                throw r.invalid("url", error.message)
+            }
+            guard case .url = source else {
+                throw r.invalid("url", "must be an http:// or https:// URL (the box streams the bundle)")
+            }
+            return .update(UpdateOffer(url: url, version: version))
         case "ping":
             return .ping
         case "pong":
@@ -225,8 +248,14 @@ public enum ProtocolCodec {
             o["protocol"] = .number(JSONNumber(h.protocolVersion))
             o["device"] = .string(h.device)
             if let t = h.token { o["token"] = .string(t) }
+            if let v = h.software { o["software"] = .string(v) }
+            if let v = h.slot { o["slot"] = .string(v) }
+            if let v = h.lastUpdate { o["last_update"] = .string(v) }
         case .welcome, .ping, .pong, .unknown:
             break
+        case .update(let u):
+            o["url"] = .string(u.url)
+            o["version"] = .string(u.version)
         case .error(let code, let message):
             o["code"] = .string(code)
             o["message"] = .string(message)

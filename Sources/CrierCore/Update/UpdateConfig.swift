@@ -13,6 +13,11 @@ public struct UpdateConfig: Sendable, Equatable {
     /// Let the order server offer a bundle (`{"type":"update"}` over the link); off: offers are
     /// logged and answered "refused".
     public var allowRemote = false
+    /// The file crier creates to have the box rebooted into an installed update at a quiet
+    /// moment (crier-reboot.path, root, watches it); nil: never reboot, only log.
+    public var rebootRequest: String? = "/run/crier/reboot-request"
+    /// Seconds without anything said before that reboot.
+    public var quietSeconds = 60.0
 
     public var pendingPath: String { dir + "/update-pending" }
     public var outcomePath: String { dir + "/update-outcome" }
@@ -46,6 +51,15 @@ public struct UpdateConfig: Sendable, Equatable {
                   doc: "Install a bundle the order server offers ({\"type\":\"update\",\"url\":…}); only signed bundles are accepted either way.",
                   apply: { c, v throws(ConfigValueError) in c.update.allowRemote = try ConfigValue.bool(v) },
                   render: { $0.update.allowRemote ? "on" : "off" }),
+        ConfigKey("update.reboot_request", section: "updates", default: "/run/crier/reboot-request",
+                  doc: "After a server-offered update is installed, crier creates this file at a quiet moment and crier-reboot.path (root) reboots the box; off: never reboot, only log.",
+                  apply: { c, v throws(ConfigValueError) in
+                      c.update.rebootRequest = v.lowercased() == "off" ? nil : try ConfigValue.absolutePath(v)
+                  }, render: { $0.update.rebootRequest ?? "off" }),
+        ConfigKey("update.quiet_seconds", section: "updates", default: "60",
+                  doc: "Seconds with nothing said (no order waiting) before that reboot.",
+                  apply: { c, v throws(ConfigValueError) in c.update.quietSeconds = try ConfigValue.number(v, 1...86400) },
+                  render: { ConfigValue.fmt($0.update.quietSeconds) }),
     ]
 }
 
@@ -101,5 +115,15 @@ public enum UpdateSource: Sendable, Equatable, CustomStringConvertible {
         case .file(let p): p
         case .url(let u): u
         }
+    }
+}
+
+/// `{"type":"update","url":"https://…/crier-….raucb","version":"0.9.2+…"}` from the order server.
+public struct UpdateOffer: Sendable, Equatable {
+    public var url: String
+    public var version: String
+    public init(url: String, version: String) {
+        self.url = url
+        self.version = version
     }
 }
