@@ -526,7 +526,7 @@ def test_bad_messages_on_the_order_topic_are_refused_and_the_next_order_is_still
     err = "\n".join(crier.lines())
     assert "WARN link: bad message from broker" in err and "invalid JSON" in err
     assert "message longer than 16384 bytes (70000)" in err
-    assert "only order and cancel messages belong on crier/box1/orders, got ping" in err
+    assert "only order, cancel and update messages belong on crier/box1/orders, got ping" in err
     sub.stop()
 
 
