@@ -22,7 +22,7 @@ func fuzzProtocol(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     if case .success(let m) = decoded.message {
         let again = ProtocolCodec.decode(ProtocolCodec.encode(m))
         switch m {
-        case .order, .ack, .cancel, .hello, .error, .ping, .pong, .welcome:
+        case .order, .ack, .cancel, .update, .hello, .error, .ping, .pong, .welcome:
             precondition(again == .success(m), "round trip changed \(m) into \(again)")
         case .unknown:
             break
