@@ -73,12 +73,3 @@ public struct Rauc: Sendable {
         return lines.last ?? "no message"
     }
 }
-
-extension StringProtocol {
-    fileprivate var trimmed: String {
-        var s = Substring(self)
-        while let f = s.first, f == " " || f == "\t" { s.removeFirst() }
-        while let l = s.last, l == " " || l == "\t" { s.removeLast() }
-        return String(s)
-    }
-}

@@ -1,17 +1,6 @@
 import Testing
 @testable import CrierCore
 
-/// A seeded generator so a failure can be replayed from the seed in its message.
-private struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// How the loop waits: the SpeakerWake rules, or (to show the simulation catches the bug of
 /// issue 13 item 1) what the daemon did before them.

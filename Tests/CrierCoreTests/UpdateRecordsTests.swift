@@ -53,7 +53,7 @@ import Testing
 
     /// Any bytes: the readers never trap, and whatever they accept survives a rewrite.
     @Test func seededRandomFilesNeverTrapAndRoundTrip() {
-        var rng = UpdateRNG(state: 0x5eed_20)
+        var rng = SplitMix(state: 0x5eed_20)
         let pieces = ["outcome=", "updated", "rolled-back", "version=", "from_version=", "slot=", "at=", "announced=", "1", "0",
                       "\n", "\r\n", "=", " ", "é", "号", "\u{0}", "+build~rc", "-12", "99999999999999999999"]
         for _ in 0..<5000 {
@@ -171,46 +171,5 @@ import Testing
         #expect(msg("https://") == "expected a URL without spaces, got \"https://\"")
         #expect(msg("https://a b") == "expected a URL without spaces, got \"https://a b\"")
         #expect(msg("/data/b\n.raucb").hasPrefix("the bundle name has control characters"))
-    }
-}
-
-private struct UpdateRNG {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-@Suite struct UpdateProtocolTests {
-    func decode(_ s: String) -> Result<ProtocolMessage, ProtocolError> { ProtocolCodec.decodeKeepingObject(Array(s.utf8)).message }
-
-    @Test func anOfferRoundTrips() throws {
-        let m = try decode(#"{"type":"update","url":"https://u.example/b.raucb","version":"0.9.3+1","extra":1}"#).get()
-        #expect(m == .update(UpdateOffer(url: "https://u.example/b.raucb", version: "0.9.3+1")))
-        #expect(try decode(String(decoding: ProtocolCodec.encode(m), as: UTF8.self)).get() == m)
-    }
-
-    @Test func aBadOfferIsAnInvalidValueNotAnAck() {
-        for bad in [#"{"type":"update","version":"1"}"#, #"{"type":"update","url":"ftp://x/b","version":"1"}"#,
-                    #"{"type":"update","url":"https://x/b","version":""}"#, #"{"type":"update","url":"https://x/b","version":"a b"}"#,
-                    #"{"type":"update","url":"/data/b.raucb","version":"1"}"#, #"{"type":"update","url":7,"version":"1"}"#] {
-            guard case .failure(let e) = decode(bad) else { Issue.record("accepted \(bad)"); continue }
-            #expect(e.rejectedAck == nil, "\(bad)")
-        }
-    }
-
-    @Test func helloCarriesSoftwareSlotAndLastUpdateOnlyWhenSet() throws {
-        var h = Hello(device: "shop-7", token: nil)
-        #expect(!String(decoding: ProtocolCodec.encode(.hello(h)), as: UTF8.self).contains("software"))
-        h.software = "0.9.1"
-        h.slot = "B"
-        h.lastUpdate = "updated 0.9.1"
-        let line = String(decoding: ProtocolCodec.encode(.hello(h)), as: UTF8.self)
-        #expect(line.contains(#""software":"0.9.1","slot":"B","last_update":"updated 0.9.1""#), "\(line)")
-        #expect(try decode(line).get() == .hello(h))
     }
 }

@@ -402,7 +402,8 @@ public struct ConfigParser: Sendable {
 }
 
 extension Substring {
-    var trimmed: String {
+    /// Without spaces and tabs at the ends (config values, RAUC's messages).
+    public var trimmed: String {
         var s = self
         while let f = s.first, f == " " || f == "\t" { s = s.dropFirst() }
         while let l = s.last, l == " " || l == "\t" { s = s.dropLast() }
@@ -411,5 +412,5 @@ extension Substring {
 }
 
 extension String {
-    var trimmed: String { Substring(self).trimmed }
+    public var trimmed: String { Substring(self).trimmed }
 }
