@@ -75,6 +75,9 @@ let package = Package(
             "CrierCore", "CrierPosix", "CrierAudio", "CrierSpeech", "CrierGPIO", "CrierLink", "CrierSystem", "CrierMusic",
         ]),
         .executableTarget(name: "crier", dependencies: ["CrierRuntime", "CrierCore", "CrierPosix", "CrierLink"]),
+        // Benchmarks (scripts/bench.sh), apart from the tests: they print tables, never pass/fail.
+        .executableTarget(name: "crier-textpath-bench", dependencies: ["CrierCore", "CrierPosix", "CrierSpeech"],
+                          path: "Benchmarks/textpath"),
 
         .testTarget(name: "CrierCoreTests", dependencies: ["CrierCore"]),
         .testTarget(name: "CrierAudioTests", dependencies: ["CrierAudio", "CrierCore", "CrierPosix"]),

@@ -59,6 +59,21 @@ import Testing
         }
     }
 
+    /// The table-free classification equals the Unicode tables' for every scalar there is, with
+    /// the tables of the toolchain that builds it (6.0.3's and 6.3.1's may differ).
+    @Test func classifyEqualsTheUnicodeTablesForEveryScalar() {
+        var mismatches: [String] = []
+        for v in UInt32(0)...0x10FFFF {
+            guard let u = Unicode.Scalar(v) else { continue }
+            let c = TextSanitizer.classify(u)
+            if c.space != u.properties.isWhitespace || c.unwanted != TextSanitizer.isUnwanted(u) {
+                mismatches.append(String(v, radix: 16))
+            }
+        }
+        #expect(mismatches.isEmpty, "U+\(mismatches.prefix(20).joined(separator: ", U+"))")
+        #expect(TextSanitizer.fastPrintable(0x4E2D) && !TextSanitizer.fastPrintable(0x3000) && !TextSanitizer.fastPrintable(0x20))
+    }
+
     @Test func edgeCases() {
         let cases: [(String, Int)] = [
             ("", 10), ("   ", 10), ("\r\n\r\n", 10), ("a\r\nb", 10), ("abc", 0), ("abc ", 3), (" abc", 2),
