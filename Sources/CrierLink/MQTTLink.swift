@@ -14,6 +14,10 @@ public protocol OrderLinking: AnyObject, Sendable {
     var isConnected: Bool { get }
     /// The volume changed (MQTT: the retained `online` status carries it).
     func presenceChanged(volume: Int)
+    /// The booted slot or the last update's outcome changed (crier-mark-good writes it minutes
+    /// after boot): v1 says it in the next connection's hello, MQTT republishes its retained
+    /// status at once.
+    func deviceChanged(slot: String?, lastUpdate: String?)
 }
 
 extension OrderLink: OrderLinking {
@@ -60,6 +64,8 @@ public final class MQTTLink: OrderLinking {
         var connected = false
         var volume: Int?
         var volumeChanged = false
+        var slot: String?
+        var lastUpdate: String?
     }
     private let shared = Mutex(Shared())
     private let thread = LinkThread(name: "crier-mqtt")
@@ -90,6 +96,13 @@ public final class MQTTLink: OrderLinking {
     public func presenceChanged(volume: Int) {
         shared.withLock { s in
             if s.volume != volume { s.volume = volume; s.volumeChanged = true }
+        }
+        wake.wake()
+    }
+
+    public func deviceChanged(slot: String?, lastUpdate: String?) {
+        shared.withLock { s in
+            if s.slot != slot || s.lastUpdate != lastUpdate { s.slot = slot; s.lastUpdate = lastUpdate; s.volumeChanged = true }
         }
         wake.wake()
     }
@@ -345,7 +358,12 @@ public final class MQTTLink: OrderLinking {
             var fds = [pollfd(fd: fd, events: events, revents: 0), pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0)]
             let n = poll(&fds, 2, timeout)
             if n < 0 && errno != EINTR { end = .lost("poll failed: \(errnoText(errno))"); break }
-            if fds[1].revents != 0 { wake.drain() }
+            if fds[1].revents != 0 {
+                wake.drain()
+                // A change while nothing arrives from the broker (a volume button, an update's
+                // outcome) goes out now, not at the next PINGRESP.
+                publishPresence(client, &conn, v5: v5)
+            }
             if fds[0].revents & (Int16(POLLIN) | Int16(POLLERR) | Int16(POLLHUP) | pollRDHUP) != 0 {
                 let r = client.loopRead()
                 // At once: what arrived is journaled before any other library call can write.
@@ -519,18 +537,23 @@ public final class MQTTLink: OrderLinking {
             case .cancel(let id): onEvent(.cancel(id: id))
             }
         }
-        if conn.subscribed, !stopping {
-            let vol = shared.withLock { s -> Int?? in
-                guard s.volumeChanged else { return nil }
-                s.volumeChanged = false
-                return .some(s.volume)
-            }
-            if let v = vol {
-                let payload = MQTTTopics.statusPayload(online: true, device: deviceID, version: CrierVersion.string, volume: v, protocolVersion: v5 ? "5" : "3.1.1")
-                if case .success(let mid) = client.publish(topic: topics.status, payload: payload, qos: 1, retain: true) { conn.statusMid = mid }
-            }
-        }
+        if !stopping { publishPresence(client, &conn, v5: v5) }
         return end
+    }
+
+    /// The retained `online` status, again when the volume, slot or last update changed (or
+    /// the session was just subscribed).
+    private func publishPresence(_ client: MosquittoClient, _ conn: inout Conn, v5: Bool) {
+        guard conn.subscribed else { return }
+        let presence = shared.withLock { s -> (volume: Int?, slot: String?, lastUpdate: String?)? in
+            guard s.volumeChanged else { return nil }
+            s.volumeChanged = false
+            return (s.volume, s.slot, s.lastUpdate)
+        }
+        guard let p = presence else { return }
+        let payload = MQTTTopics.statusPayload(online: true, device: deviceID, version: CrierVersion.string, volume: p.volume,
+                                               protocolVersion: v5 ? "5" : "3.1.1", slot: p.slot, lastUpdate: p.lastUpdate)
+        if case .success(let mid) = client.publish(topic: topics.status, payload: payload, qos: 1, retain: true) { conn.statusMid = mid }
     }
 
     /// One message from the order topic: an order or cancel to journal, or nil (refused,

@@ -62,6 +62,9 @@ public final class OrderLink: Sendable {
 
     private struct Shared {
         var connected = false
+        /// What the next hello says (`Options.slot`/`lastUpdate` until `deviceChanged`).
+        var slot: String?
+        var lastUpdate: String?
     }
     private let shared = Mutex(Shared())
     private let thread = LinkThread(name: "crier-link")
@@ -87,6 +90,7 @@ public final class OrderLink: Sendable {
         self.onEvent = onEvent
         ownsStore = options.ackStore == nil
         ackStore = options.ackStore ?? AckStore(path: nil, log: log, capacity: options.maxPendingAcks)
+        shared.withLock { $0.slot = options.slot; $0.lastUpdate = options.lastUpdate }
         // An ack goes out once the file marks it written (write-ahead, AckOutbox): the file's
         // write wakes the link to send it.
         ackStore.onFileWritten { [wake] in wake.wake() }
@@ -142,6 +146,12 @@ public final class OrderLink: Sendable {
     }
 
     public var isConnected: Bool { shared.withLock { $0.connected } }
+
+    /// Said in the next connection's hello: the v1 protocol has one hello per connection (the
+    /// server also sees it in `crier status`).
+    public func deviceChanged(slot: String?, lastUpdate: String?) {
+        shared.withLock { $0.slot = slot; $0.lastUpdate = lastUpdate }
+    }
     /// Acks the server may not have yet (written or not).
     public var pendingAcks: Int { ackStore.count }
 
@@ -273,8 +283,7 @@ public final class OrderLink: Sendable {
         }
         var hello = Hello(device: deviceID, token: config.token)
         hello.software = options.software
-        hello.slot = options.slot
-        hello.lastUpdate = options.lastUpdate
+        (hello.slot, hello.lastUpdate) = shared.withLock { ($0.slot, $0.lastUpdate) }
         conn.queue(.hello(hello))
         let handshakeDeadline = Monotonic.now() + (options.handshakeTimeout ?? min(10, max(1, 2 * config.heartbeat)))
         var welcomed = false

@@ -686,13 +686,15 @@ public actor Daemon {
             var options = MQTTLink.Options()
             options.ackStore = ackStore
             options.inbox = inboxStore
-            return MQTTLink(config: config.link, deviceID: config.deviceID, log: hub.logger("link"), options: options) { cont?.yield($0) }
+            let l = MQTTLink(config: config.link, deviceID: config.deviceID, log: hub.logger("link"), options: options) { cont?.yield($0) }
+            l.deviceChanged(slot: update?.bootedSlot, lastUpdate: lastUpdateSummary)
+            return l
         }
         var options = OrderLink.Options()
         options.ackStore = ackStore
         options.software = CrierVersion.string
         options.slot = update?.bootedSlot
-        options.lastUpdate = update?.last.map { "\($0.kind.rawValue) \($0.version)" }
+        options.lastUpdate = lastUpdateSummary
         return OrderLink(config: config.link, deviceID: config.deviceID, log: hub.logger("link"), options: options) { cont?.yield($0) }
     }
 

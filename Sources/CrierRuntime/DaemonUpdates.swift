@@ -33,6 +33,9 @@ extension Daemon {
         }
     }
 
+    /// The hello's and MQTT status's `last_update`: "updated 0.9.1+…" / "rolled-back 0.9.2+…".
+    var lastUpdateSummary: String? { update?.last.map { "\($0.kind.rawValue) \($0.version)" } }
+
     /// RAUC's view of the slots, on a thread of its own (RAUC answers over D-Bus and may be slow
     /// to start); the status shows why when it cannot be asked.
     func refreshSlots() {
@@ -76,7 +79,11 @@ extension Daemon {
             UpdateOutcome(fileText: String(decoding: $0, as: UTF8.self))
         }
         update = u
-        if !startup, u.last != nil, u.last != before { refreshSlots() }
+        if !startup, u.last != before {
+            if u.last != nil { refreshSlots() }
+            // The server learns it (MQTT: the retained status now; v1: the next hello).
+            link?.deviceChanged(slot: u.bootedSlot, lastUpdate: lastUpdateSummary)
+        }
         guard let o = u.last, !o.announced else { return }
         if o == before && !startup { return }
         // Our own `announced=1` not on the card yet when the file was read again.

@@ -74,6 +74,13 @@ struct MQTTInboxTests {
         #expect(on == #"{"type":"status","state":"online","device":"k","version":"1.2","volume":7,"mqtt":"5"}"#)
         let off = String(decoding: MQTTTopics.statusPayload(online: false, device: "k", version: "1.2", volume: 7, protocolVersion: "5"), as: UTF8.self)
         #expect(off == #"{"type":"status","state":"offline","device":"k"}"#)
+        // The v1 hello's slot and last update, for fleets; never in the offline will.
+        let updated = String(decoding: MQTTTopics.statusPayload(online: true, device: "k", version: "1.2", volume: nil, protocolVersion: "5",
+                                                                slot: "B", lastUpdate: "updated 1.2+7"), as: UTF8.self)
+        #expect(updated == #"{"type":"status","state":"online","device":"k","version":"1.2","mqtt":"5","slot":"B","last_update":"updated 1.2+7"}"#)
+        let offUpdated = String(decoding: MQTTTopics.statusPayload(online: false, device: "k", version: "1.2", volume: nil, protocolVersion: nil,
+                                                                   slot: "B", lastUpdate: "updated 1.2+7"), as: UTF8.self)
+        #expect(offUpdated == #"{"type":"status","state":"offline","device":"k"}"#)
     }
 
     @Test("mqtt:// and mqtts:// addresses with their default ports; bad prefixes refused with a reason")

@@ -129,6 +129,47 @@ def test_order_is_spoken_acked_once_and_presence_is_retained(box, broker):
     assert len(acks(sub, "M-1")) == 1, sub.lines("out")
 
 
+def test_an_update_outcome_recorded_while_online_is_republished_in_the_retained_status(box, broker):
+    # The v1 hello's last_update, for fleets: crier-mark-good writes the outcome minutes after
+    # boot, and the retained status is what a fleet dashboard reads.
+    sub = broker.subscriber("crier/box1/status")
+    box_conf(box, broker, extra="update.dir = %s\nupdate.rauc = off\nupdate.announce = off\n" % box.tmp)
+    crier = run_box(box)
+    try:
+        sub.wait_for(r'crier/box1/status \{"type":"status","state":"online"', which="out")
+        assert not [l for l in sub.lines("out") if "last_update" in l]
+        tmp = box.tmp / "update-outcome.tmp"
+        tmp.write_text("outcome=rolled-back\nversion=0.9.2+bad\nfrom_version=0.9.1\nslot=A\nat=1\nannounced=0\n")
+        os.rename(tmp, box.tmp / "update-outcome")
+        crier.wait_for(r"WARN update: update to 0\.9\.2\+bad ROLLED BACK", timeout=40)
+        sub.wait_for(r'crier/box1/status \{"type":"status","state":"online",.*"last_update":"rolled-back 0\.9\.2\+bad"\}',
+                     which="out", timeout=10)
+    finally:
+        assert crier.stop() == 0
+    sub.stop()
+
+
+def test_a_volume_button_is_in_the_retained_status_at_once_not_at_the_next_ping(box, broker):
+    # The status used to go out only when something arrived from the broker: with a keepalive
+    # of 60 s a dashboard showed the old volume for up to a minute.
+    from test_buttons import press
+    fifo = str(box.tmp / "buttons.fifo")
+    sub = broker.subscriber("crier/box1/status")
+    box_conf(box, broker, extra="link.heartbeat = 60\nvolume.steps = 10\nvolume.default = 7\ninput = fifo:%s\n" % fifo)
+    crier = run_box(box)
+    try:
+        sub.wait_for(r'crier/box1/status \{"type":"status","state":"online".*"volume":7', which="out")
+        crier.wait_for(r"buttons: reading input=fifo")
+        press(fifo, "GPIO27")  # volume down
+        crier.wait_for(r"button volume_down: press")
+        t = time.monotonic()
+        sub.wait_for(r'crier/box1/status \{"type":"status","state":"online".*"volume":6', which="out", timeout=10)
+        assert time.monotonic() - t < 5
+    finally:
+        assert crier.stop() == 0
+    sub.stop()
+
+
 def test_orders_published_while_the_box_is_down_are_spoken_once_when_it_comes_back(box, broker):
     sub = broker.subscriber("crier/box1/acks")
     box_conf(box, broker)

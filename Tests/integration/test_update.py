@@ -285,3 +285,23 @@ def test_malformed_offers_are_refused_by_the_codec(box):
         assert crier.stop() == 0
     assert not (box.tmp / "rauc-ran").exists()
     assert crier.p.returncode == 0
+
+
+def test_an_outcome_recorded_while_connected_is_in_the_next_hello(box):
+    # crier-mark-good writes the outcome minutes after boot, long after the first hello: the
+    # server must still learn which version runs here without a restart of crier.
+    rauc = fake_rauc(box, "exit 1")
+    srv, conn, hello, crier = offer_box(box, rauc, "update.announce = off\n")
+    try:
+        assert "last_update" not in hello
+        tmp = box.tmp / "update-outcome.tmp"
+        tmp.write_text(UPDATED)
+        os.rename(tmp, box.tmp / "update-outcome")
+        crier.wait_for(r"INFO update: updated to 0\.9\.1\+20261203\.2", timeout=40)
+        conn.c.close()  # the server drops the link; crier reconnects with a new hello
+        conn = srv.accept(timeout=30)
+        hello2 = conn.read_msg()
+        assert hello2["type"] == "hello" and hello2["last_update"] == "updated 0.9.1+20261203.2", hello2
+        assert hello2["software"] == hello["software"]
+    finally:
+        assert crier.stop() == 0

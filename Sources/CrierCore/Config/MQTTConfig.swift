@@ -107,7 +107,8 @@ public struct MQTTTopics: Sendable, Equatable {
 
     /// The retained presence message: `online` with what a fleet dashboard wants to see, or
     /// the last will `offline`.
-    public static func statusPayload(online: Bool, device: String, version: String, volume: Int?, protocolVersion: String?) -> [UInt8] {
+    public static func statusPayload(online: Bool, device: String, version: String, volume: Int?, protocolVersion: String?,
+                                     slot: String? = nil, lastUpdate: String? = nil) -> [UInt8] {
         var o = JSONObject()
         o["type"] = .string("status")
         o["state"] = .string(online ? "online" : "offline")
@@ -116,6 +117,9 @@ public struct MQTTTopics: Sendable, Equatable {
             o["version"] = .string(version)
             if let v = volume { o["volume"] = .number(JSONNumber(v)) }
             if let p = protocolVersion { o["mqtt"] = .string(p) }
+            // As the v1 hello's `slot` and `last_update` (docs/protocol.md, section 3).
+            if let s = slot { o["slot"] = .string(s) }
+            if let u = lastUpdate { o["last_update"] = .string(u) }
         }
         return JSON.write(.object(o))
     }
