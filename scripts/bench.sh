@@ -3,7 +3,7 @@
 # and writes docs/benchmarks.md. A benchmark, not a test: it prints, and exits non-zero only if
 # something broke (never because of a time).
 #
-#   scripts/bench.sh [--quick] [--vm auto|on|off] [--only firstsound,latency,idle,start,reconnect,peermem,burst,static,alerts,vm,vmfirstsound]
+#   scripts/bench.sh [--quick] [--vm auto|on|off] [--only firstsound,textpath,latency,idle,start,reconnect,peermem,burst,static,alerts,vm,vmfirstsound]
 #   scripts/bench.sh --only mqtt      the MQTT fleet table (scripts/bench/mqtt_fleet.py), printed only
 #
 # Full run ≈ 19 min without the alerts step (100 latency orders each, 60 s idle, the VM idle and
@@ -28,6 +28,7 @@ fi
 echo "bench: building the release binary"
 swift build -c release 2>&1 | tail -n 1
 BIN="$(swift build -c release --show-bin-path)/crier"
+TEXTPATH=(--textpath-bench "$(swift build -c release --show-bin-path)/crier-textpath-bench")
 # The MQTT fleet (a broker and hundreds of links) is its own table: scripts/bench/mqtt_fleet.py.
 case " $* " in
   *" --only mqtt "*|*" --only mqtt") exec /usr/bin/python3 scripts/bench/mqtt_fleet.py --crier "$BIN" ;;
@@ -41,4 +42,4 @@ case " $* " in
       STATIC=(--crier-static "$(swift build -c release --static-swift-stdlib --scratch-path .build/static --show-bin-path)/crier")
       ;;
 esac
-exec /usr/bin/python3 scripts/bench/bench.py --crier "$BIN" "${STATIC[@]}" "$@"
+exec /usr/bin/python3 scripts/bench/bench.py --crier "$BIN" "${TEXTPATH[@]}" "${STATIC[@]}" "$@"

@@ -572,6 +572,16 @@ class Bench:
 
     FIRST_SOUND_TEXTS = None
 
+    def textpath(self, exe):
+        """The text path's stages before the first sound (Benchmarks/textpath): its table as printed."""
+        l0 = load()
+        out = subprocess.run([exe, "--runs", "100" if self.quick else "500"], capture_output=True, text=True, timeout=600)
+        if out.returncode != 0:
+            raise Broken("crier-textpath-bench: exit %d: %s" % (out.returncode, out.stderr[-300:]))
+        rows = [l for l in out.stdout.splitlines() if l.startswith("|")]
+        self.results["textpath"] = {"title": out.stdout.splitlines()[0], "rows": rows, "load": "%s→%s" % (str(l0).split()[0], str(load()).split()[0])}
+        self.log("textpath: %d rows" % (len(rows) - 2))
+
     @staticmethod
     def first_sound_texts():
         order = "新客户来了，四十二号"
@@ -1164,6 +1174,18 @@ def first_sound_svg(R, path):
     return True
 
 
+def textpath_section(R):
+    tp = R.get("textpath")
+    if not tp:
+        return ""
+    return ("**The text path, stage by stage (issue 16).** `crier-textpath-bench` (Benchmarks/textpath, release build, "
+            "in-process, load %s): %s. *Admission* is the nothing-to-say check when the order is queued (it renders the "
+            "words); *render for the speaker* is the same text rendered again when the speaker loop takes the alert; "
+            "espeak-ng's times are from the call on its thread to its first chunk and to its last. The first-sound figures "
+            "above include all of it plus the socket, the daemon's hops between threads and the audio period.\n\n%s\n\n"
+            % (tp["load"], tp["title"].rstrip(":"), "\n".join(tp["rows"])))
+
+
 def write_doc(path, b, info, table, load_start, load_end, elapsed, quick):
     R = b.results
     lc = R.get("latency_crier", {})
@@ -1271,7 +1293,7 @@ before mixing its first sample, so its first sound grew with the text (4-7 ms fo
 for ten numbers, more for 500 characters); now the first chunk (~0.25 ms of espeak work) is mixed
 while the rest is synthesized.
 
-**Idle (host).** `crier run` with `audio.device = null`, no order server, status prompts off; from
+{textpath_section(R)}**Idle (host).** `crier run` with `audio.device = null`, no order server, status prompts off; from
 2 s after the device opened, CPU time summed over all threads (`/proc/PID/task/*/schedstat`, ns
 resolution) and voluntary context switches (≈ wakeups; involuntary ones are preemptions by other
 load, shown separately) over the window. "aplay playing silence" is not measured on the host:
@@ -1337,6 +1359,7 @@ def main():
     ap.add_argument("--crier", required=True)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--crier-static", help="the same sources built with --static-swift-stdlib (as the .deb ships)")
+    ap.add_argument("--textpath-bench", help="crier-textpath-bench (release): the text path's stages, in-process")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks.md"))
     ap.add_argument("--only", default="", help="comma list: latency,idle,alerts,burst,start,reconnect,peermem")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
@@ -1373,6 +1396,8 @@ def main():
              ("latency", lambda: (b.latency("crier"), b.latency("peer"))), ("idle", b.idle),
              ("start", b.start), ("reconnect", b.reconnect), ("peermem", b.peer_memory),
              ("burst", b.burst), ("static", b.static)]
+    if a.textpath_bench and os.path.exists(a.textpath_bench):
+        steps.insert(1, ("textpath", lambda: b.textpath(os.path.abspath(a.textpath_bench))))
     vm_script = os.path.join(ROOT, "scripts", "vm-test.sh")
     use_vm = a.vm == "on" or (a.vm == "auto" and not a.quick)
     if use_vm and os.path.exists(vm_script):
