@@ -43,11 +43,9 @@ public final class OrderLink: Sendable {
         public var stopDrain = 0.5
         /// Unix seconds for signature time checks (tests shift it).
         public var unixNow: @Sendable () -> Int64 = { Crypto.unixNow() }
-        /// What the hello says about the box beyond its id: software version, booted slot, the
-        /// last update's outcome (docs/protocol.md, section 3; the server knows what runs where).
+        /// The software version the hello names beside the box's id (docs/protocol.md, section 3);
+        /// the booted slot and the last update come from `deviceChanged`.
         public var software: String?
-        public var slot: String?
-        public var lastUpdate: String?
         public init() {}
     }
 
@@ -62,7 +60,7 @@ public final class OrderLink: Sendable {
 
     private struct Shared {
         var connected = false
-        /// What the next hello says (`Options.slot`/`lastUpdate` until `deviceChanged`).
+        /// What the next hello says about updates (`deviceChanged`).
         var slot: String?
         var lastUpdate: String?
     }
@@ -90,7 +88,6 @@ public final class OrderLink: Sendable {
         self.onEvent = onEvent
         ownsStore = options.ackStore == nil
         ackStore = options.ackStore ?? AckStore(path: nil, log: log, capacity: options.maxPendingAcks)
-        shared.withLock { $0.slot = options.slot; $0.lastUpdate = options.lastUpdate }
         // An ack goes out once the file marks it written (write-ahead, AckOutbox): the file's
         // write wakes the link to send it.
         ackStore.onFileWritten { [wake] in wake.wake() }
@@ -152,6 +149,7 @@ public final class OrderLink: Sendable {
     public func deviceChanged(slot: String?, lastUpdate: String?) {
         shared.withLock { $0.slot = slot; $0.lastUpdate = lastUpdate }
     }
+
     /// Acks the server may not have yet (written or not).
     public var pendingAcks: Int { ackStore.count }
 

@@ -682,20 +682,21 @@ public actor Daemon {
 
     func makeLink() -> any OrderLinking {
         let cont = linkEvents
+        let l: any OrderLinking
         if config.link.server?.isMQTT == true {
             var options = MQTTLink.Options()
             options.ackStore = ackStore
             options.inbox = inboxStore
-            let l = MQTTLink(config: config.link, deviceID: config.deviceID, log: hub.logger("link"), options: options) { cont?.yield($0) }
-            l.deviceChanged(slot: update?.bootedSlot, lastUpdate: lastUpdateSummary)
-            return l
+            l = MQTTLink(config: config.link, deviceID: config.deviceID, log: hub.logger("link"), options: options) { cont?.yield($0) }
+        } else {
+            var options = OrderLink.Options()
+            options.ackStore = ackStore
+            options.software = CrierVersion.string
+            l = OrderLink(config: config.link, deviceID: config.deviceID, log: hub.logger("link"), options: options) { cont?.yield($0) }
         }
-        var options = OrderLink.Options()
-        options.ackStore = ackStore
-        options.software = CrierVersion.string
-        options.slot = update?.bootedSlot
-        options.lastUpdate = lastUpdateSummary
-        return OrderLink(config: config.link, deviceID: config.deviceID, log: hub.logger("link"), options: options) { cont?.yield($0) }
+        // Before the link starts: the first hello / retained status already says it.
+        l.deviceChanged(slot: update?.bootedSlot, lastUpdate: lastUpdateSummary)
+        return l
     }
 
     /// The link thread's progress mark, for the supervisor (now when there is no link).
