@@ -63,7 +63,9 @@ public final class MQTTLink: OrderLinking {
     private struct Shared {
         var connected = false
         var volume: Int?
-        var volumeChanged = false
+        /// The retained `online` status is out of date (volume, slot or last update changed, or a
+        /// new session): `publishPresence` sends it again.
+        var statusChanged = false
         var slot: String?
         var lastUpdate: String?
     }
@@ -95,14 +97,14 @@ public final class MQTTLink: OrderLinking {
 
     public func presenceChanged(volume: Int) {
         shared.withLock { s in
-            if s.volume != volume { s.volume = volume; s.volumeChanged = true }
+            if s.volume != volume { s.volume = volume; s.statusChanged = true }
         }
         wake.wake()
     }
 
     public func deviceChanged(slot: String?, lastUpdate: String?) {
         shared.withLock { s in
-            if s.slot != slot || s.lastUpdate != lastUpdate { s.slot = slot; s.lastUpdate = lastUpdate; s.volumeChanged = true }
+            if s.slot != slot || s.lastUpdate != lastUpdate { s.slot = slot; s.lastUpdate = lastUpdate; s.statusChanged = true }
         }
         wake.wake()
     }
@@ -488,7 +490,7 @@ public final class MQTTLink: OrderLinking {
                     conn.probeMids = []
                     let t = Monotonic.now()
                     backoff.connected(now: t)
-                    shared.withLock { $0.connected = true; $0.volumeChanged = true }
+                    shared.withLock { $0.connected = true; $0.statusChanged = true }
                     log.info("connected", ["server": url, "after": "\(fmt1(t - downSince))s", "protocol": v5 ? "MQTT 5" : "MQTT 3.1.1", "orders": topics.orders])
                     onEvent(.connected(url))
                 } else {
@@ -546,8 +548,8 @@ public final class MQTTLink: OrderLinking {
     private func publishPresence(_ client: MosquittoClient, _ conn: inout Conn, v5: Bool) {
         guard conn.subscribed else { return }
         let presence = shared.withLock { s -> (volume: Int?, slot: String?, lastUpdate: String?)? in
-            guard s.volumeChanged else { return nil }
-            s.volumeChanged = false
+            guard s.statusChanged else { return nil }
+            s.statusChanged = false
             return (s.volume, s.slot, s.lastUpdate)
         }
         guard let p = presence else { return }
