@@ -42,6 +42,9 @@ public struct OrderServerConfig: Sendable, Equatable {
     /// Serve TLS with this certificate chain and key (PEM files; `--tls-cert`, `--tls-key`).
     public var tlsCert: String?
     public var tlsKey: String?
+    /// Offered to every device after its hello (`--offer-update URL --offer-version V`;
+    /// docs/updates.md): how a vendor tries a bundle server before wiring it into their own.
+    public var updateOffer: UpdateOffer?
 
     public init() {}
 
@@ -393,6 +396,10 @@ public final class OrderServer: Sendable {
                 c.queue(.welcome)
                 emit("device connected", [("device", h.device), ("addr", c.addr)]
                      + [("software", h.software), ("slot", h.slot), ("last_update", h.lastUpdate)].compactMap { k, v in v.map { (k, $0) } })
+                if let u = config.updateOffer {
+                    c.queue(.update(u))
+                    emit("update offered", [("device", h.device), ("version", u.version), ("url", u.url)])
+                }
                 if books[h.device] == nil {
                     books[h.device] = DeviceBook(backlog)
                     journal?.append(op: "device", device: h.device)

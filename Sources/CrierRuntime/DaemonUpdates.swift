@@ -196,14 +196,22 @@ extension Daemon {
             remoteUpdate = r
             update?.activity = "installing version \(r.offer.version)"
             updateLog.info("installing", ["version": r.offer.version, "url": r.offer.url])
-            let rauc = Rauc(program: program), url = r.offer.url, log = updateLog
+            let rauc = Rauc(program: program), url = r.offer.url, log = updateLog, config = config.update
             do throws(SystemError) {
                 try PosixThread.detach(name: "crier-install") {
-                    let result = rauc.install(url) { line in log.info("rauc: \(line)") }
-                    Task { await self.installFinished(result) }
+                    let prepared: UpdateDownload.Prepared
+                    switch UpdateDownload.prepare(.url(url), config, say: { log.info($0) }) {
+                    case .success(let p): prepared = p
+                    case .failure(let f):
+                        Task { await self.installFinished(.failure(.download(f.message))) }
+                        return
+                    }
+                    let result = rauc.install(prepared.path) { line in log.info("rauc: \(line)") }
+                    UpdateDownload.discard(prepared)
+                    Task { await self.installFinished(result.mapError { .rauc($0) }) }
                 }
             } catch {
-                installFinished(.failure(.notInstalled(program: program, why: "no thread: \(error)")))
+                installFinished(.failure(.rauc(.notInstalled(program: program, why: "no thread: \(error)"))))
             }
             return nil
         case .installing, .rebootRequested:
@@ -228,7 +236,19 @@ extension Daemon {
         }
     }
 
-    func installFinished(_ result: Result<Void, Rauc.Failure>) {
+    /// Why an offered bundle was not installed.
+    enum InstallFailure: Error, CustomStringConvertible {
+        case download(String)
+        case rauc(Rauc.Failure)
+        var description: String {
+            switch self {
+            case .download(let m): m
+            case .rauc(let f): f.description
+            }
+        }
+    }
+
+    func installFinished(_ result: Result<Void, InstallFailure>) {
         guard var r = remoteUpdate else { return }
         switch result {
         case .success:

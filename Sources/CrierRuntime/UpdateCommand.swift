@@ -48,9 +48,15 @@ public enum UpdateCommand {
             }
         }
         let before = try? FileIO.read(config.pendingPath, limit: 4096)
-        print("crier update: installing \(source) with \(program) (RAUC checks its signature and board first)")
+        let prepared: UpdateDownload.Prepared
+        switch UpdateDownload.prepare(source, config, say: { line in print("crier update: \(line)"); fflush(nil) }) {
+        case .success(let p): prepared = p
+        case .failure(let f): return say("\(f.message); nothing was changed, the running slot stays as it is", ExitCode.failure)
+        }
+        defer { UpdateDownload.discard(prepared) }
+        print("crier update: installing \(prepared.path) with \(program) (RAUC checks its signature and board first)")
         let rauc = Rauc(program: program)
-        switch rauc.install(source.description, progress: { line in print("crier update: rauc: \(line)"); fflush(nil) }) {
+        switch rauc.install(prepared.path, progress: { line in print("crier update: rauc: \(line)"); fflush(nil) }) {
         case .failure(let f):
             if case .notInstalled = f { return say(f.description, unavailable) }
             return say("\(f.description); nothing was changed, the running slot stays as it is", ExitCode.failure)

@@ -138,6 +138,7 @@ case "order-sim":
         usage: crier order-sim [--host ADDR] [--port P] [--every MIN-MAX] [--rate N] [--count N]
                                [--token T] [--state FILE] [--numbers MIN-MAX] [--no-stdin]
                                [--key K] [--tls-cert FILE --tls-key FILE]
+                               [--offer-update URL --offer-version V]
                crier order-sim --mqtt mqtt[s]://HOST[:PORT] [--device ID[,ID…]] [--prefix P] [--username U]
                                [--password P] [--ca FILE] [--client-id ID] [--quiet] + the order options
 
@@ -148,6 +149,8 @@ case "order-sim":
           --state FILE keeps unacked orders across restarts of the server.
           --key K signs every order with the shared secret K (hex or base64, as server.key).
           --tls-cert/--tls-key serve TLS with that PEM certificate chain and private key.
+          --offer-update URL --offer-version V offers that RAUC bundle to every box after its
+          hello (docs/updates.md; a box installs it only with update.allow_remote = on).
           --mqtt URL publishes the orders to a broker instead (PREFIX/DEVICE/orders, QoS 1) and
           prints the acks every box publishes on PREFIX/+/acks, then publish→ack latency.
         """
@@ -203,6 +206,17 @@ case "order-sim":
     o.config.tlsCert = a.value("--tls-cert")
     o.config.tlsKey = a.value("--tls-key")
     if (o.config.tlsCert == nil) != (o.config.tlsKey == nil) { fail("--tls-cert and --tls-key go together", help) }
+    switch (a.value("--offer-update"), a.value("--offer-version")) {
+    case (nil, nil): break
+    case let (url?, version?):
+        // Through the codec, so that the sim offers only what a box would accept.
+        let offer = UpdateOffer(url: url, version: version)
+        switch ProtocolCodec.decode(ProtocolCodec.encode(.update(offer))) {
+        case .success: o.config.updateOffer = offer
+        case .failure(let e): fail("--offer-update/--offer-version: \(e.message)", help)
+        }
+    default: fail("--offer-update and --offer-version go together", help)
+    }
     a.noUnknownOptions()
     guard a.rest.isEmpty else { fail("order-sim takes no arguments", help) }
     exit(OrderSimCommand.run(o))

@@ -174,12 +174,14 @@ from test_daemon import RawServer  # noqa: E402
 OFFER = {"type": "update", "url": "https://updates.example.com/crier-0.9.3.raucb", "version": "0.9.3+20261210.1"}
 
 
-def offer_box(box, rauc, extra=""):
+def offer_box(box, rauc, extra="", download="off"):
+    # download off: the stand-in rauc is handed the URL itself (RAUC streams it); the download
+    # path has tests of its own below.
     srv = RawServer()
     box.write_conf("server = tcp://127.0.0.1:%d\nlink.heartbeat = 60\ndevice.id = shop-7\nupdate.dir = %s\nupdate.rauc = %s\n"
                    "update.reboot_request = %s\nupdate.quiet_seconds = 1\nspeech.lang = en\nstatus.on_start = off\n"
-                   "status.on_link_up = off\ninput = fifo:%s\nstate.path = %s\n%s" % (
-                       srv.port, box.tmp, rauc, box.tmp / "reboot-request", box.tmp / "b.fifo", box.tmp / "state", extra))
+                   "update.download = %s\nstatus.on_link_up = off\ninput = fifo:%s\nstate.path = %s\n%s" % (
+                       srv.port, box.tmp, rauc, box.tmp / "reboot-request", download, box.tmp / "b.fifo", box.tmp / "state", extra))
     crier = run(box)
     conn = srv.accept()
     hello = conn.read_msg()
@@ -305,3 +307,225 @@ def test_an_outcome_recorded_while_connected_is_in_the_next_hello(box):
         assert hello2["software"] == hello["software"]
     finally:
         assert crier.stop() == 0
+
+
+def test_order_sim_offers_an_update_that_a_real_crier_installs(box):
+    """`crier order-sim --offer-update URL --offer-version V` (what the image boot test serves):
+    the offer goes to every box after its hello; a box with update.allow_remote = on installs
+    it (stand-in rauc) and asks for the reboot; the version it was offered is in the install."""
+    from test_daemon import order_sim
+    url = "http://10.0.2.100:8080/crier-amd64-0.9.4+b.raucb"
+    sim = order_sim("--offer-update", url, "--offer-version", "0.9.4+b")
+    rauc = fake_rauc(box, """
+        [ "$1" = install ] || exit 1
+        echo "$2" > %s/rauc-url
+        echo '100%% Installing done.'
+        printf 'version=0.9.4+b\\nslot=B\\nfrom_slot=A\\nfrom_version=0.9.1\\ninstalled_at=1\\n' > %s/update-pending
+        """ % (box.tmp, box.tmp))
+    box.write_conf("server = tcp://127.0.0.1:%d\ndevice.id = shop-9\nupdate.dir = %s\nupdate.rauc = %s\nupdate.allow_remote = on\nupdate.download = off\n"
+                   "update.reboot_request = %s\nupdate.quiet_seconds = 1\nstatus.on_start = off\nstatus.on_link_up = off\n"
+                   "input = fifo:%s\nstate.path = %s\n" % (sim.port, box.tmp, rauc, box.tmp / "reboot-request",
+                                                          box.tmp / "b.fifo", box.tmp / "state"))
+    crier = run(box)
+    try:
+        sim.wait_for(r"^update offered device=shop-9 version=0\.9\.4\+b url=http://10\.0\.2\.100:8080/", which="out")
+        crier.wait_for(r"INFO update: rebooting into the installed update", timeout=30)
+    finally:
+        assert crier.stop() == 0
+        sim.stop()
+    assert (box.tmp / "rauc-url").read_text().strip() == url
+    assert (box.tmp / "reboot-request").read_text() == "version=0.9.4+b\n"
+
+
+def test_order_sim_refuses_an_offer_no_box_would_take():
+    for args, want in ((["--offer-update", "ftp://h/b.raucb", "--offer-version", "1"], "not ftp://"),
+                       (["--offer-update", "http://h/b.raucb", "--offer-version", "1 2"], "without spaces"),
+                       (["--offer-update", "http://h/b.raucb"], "go together")):
+        r = subprocess.run([CRIER, "order-sim", "--no-stdin", "--port", "0", *args], capture_output=True, text=True, timeout=20)
+        assert r.returncode == 2 and want in r.stderr, (args, r.stderr)
+
+
+# ---- downloads (update.download = on, the default): resumable, onto the card, then RAUC ------
+
+import hashlib  # noqa: E402
+import http.server  # noqa: E402
+import re  # noqa: E402
+import threading  # noqa: E402
+
+
+class BundleServer:
+    """A bundle over HTTP that misbehaves on purpose: `cuts` = bytes after which each successive
+    connection is dropped (None: send it all), `ranges` = whether Range is honoured,
+    `status` = a forced error status, `length` = a Content-Length to announce instead."""
+
+    def __init__(self, body, cuts=(), ranges=True, status=None, length=None):
+        self.body, self.cuts, self.ranges, self.status, self.length = body, list(cuts), ranges, status, length
+        self.requests = []
+        self.released = threading.Event()
+        outer = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                rng = self.headers.get("Range")
+                outer.requests.append(rng)
+                if outer.status:
+                    self.send_response(outer.status)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                lo = 0
+                m = re.fullmatch(r"bytes=(\d+)-", rng or "")
+                if m and outer.ranges:
+                    lo = int(m.group(1))
+                    if lo >= len(outer.body):
+                        self.send_response(416)
+                        self.send_header("Content-Range", "bytes */%d" % len(outer.body))
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
+                    self.send_response(206)
+                    self.send_header("Content-Range", "bytes %d-%d/%d" % (lo, len(outer.body) - 1, len(outer.body)))
+                else:
+                    self.send_response(200)
+                self.send_header("Content-Length", str(outer.length or len(outer.body) - lo))
+                self.end_headers()
+                cut = outer.cuts.pop(0) if outer.cuts else None
+                data = outer.body[lo:]
+                if isinstance(cut, tuple):  # ("hold", n): n bytes, then silence with the connection open
+                    self.wfile.write(data[:cut[1]])
+                    self.wfile.flush()
+                    outer.released.wait(30)
+                    return
+                if cut is not None:
+                    self.wfile.write(data[:cut])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                    return
+                self.wfile.write(data)
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.url = "http://127.0.0.1:%d/crier-0.9.5.raucb" % self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.released.set()
+        self.httpd.shutdown()
+
+
+def copying_rauc(box):
+    """A stand-in rauc that keeps what it was asked to install (path and bytes)."""
+    return fake_rauc(box, """
+        [ "$1" = install ] || exit 9
+        echo "$2" > %s/rauc-arg
+        cp "$2" %s/rauc-got || exit 7
+        echo '100%% Installing done.'
+        printf 'version=0.9.5\\nslot=B\\nfrom_slot=A\\nfrom_version=0.9.0\\ninstalled_at=1\\n' > %s/update-pending
+        """ % (box.tmp, box.tmp, box.tmp))
+
+
+def test_a_download_cut_twice_is_resumed_and_rauc_installs_the_whole_file_from_the_card(box):
+    body = os.urandom(3 << 20)
+    srv = BundleServer(body, cuts=[700_000, 1_200_000])
+    conf(box, copying_rauc(box))
+    try:
+        r = update(box, srv.url)
+    finally:
+        srv.close()
+    assert r.returncode == 0, r.stdout + r.stderr
+    # The second and third connections asked for the rest, from where the last one stopped.
+    assert srv.requests == [None, "bytes=700000-", "bytes=1900000-"], srv.requests
+    got = (box.tmp / "rauc-got").read_bytes()
+    assert hashlib.sha256(got).digest() == hashlib.sha256(body).digest()
+    assert (box.tmp / "rauc-arg").read_text().strip() == str(box.tmp / "update-download.raucb")
+    assert "crier update: download: resuming at 0.7 MiB of 3.0 MiB (connection 2)" in r.stdout, r.stdout
+    assert "crier update: downloaded 3.0 MiB" in r.stdout
+    # Nothing left on the card once RAUC is done with it.
+    assert sorted(p.name for p in box.tmp.iterdir() if p.name.startswith("update-download")) == []
+
+
+def test_a_server_without_ranges_is_downloaded_again_from_the_start(box):
+    body = os.urandom(1 << 20)
+    srv = BundleServer(body, cuts=[300_000], ranges=False)
+    conf(box, copying_rauc(box))
+    try:
+        r = update(box, srv.url)
+    finally:
+        srv.close()
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert srv.requests == [None, "bytes=300000-"]
+    assert (box.tmp / "rauc-got").read_bytes() == body
+
+
+def test_a_power_cut_mid_download_is_resumed_by_the_next_run_and_dropped_for_another_url(box):
+    body = os.urandom(1 << 20)
+    # The first connection stalls after 600 000 bytes; crier is killed (a power cut) meanwhile.
+    srv = BundleServer(body, cuts=[("hold", 600_000)])
+    conf(box, copying_rauc(box))
+    part = box.tmp / "update-download.raucb.part"
+    try:
+        p = subprocess.Popen([CRIER, "update", "--config", box.conf, srv.url], env=box.env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        end = time.monotonic() + 20
+        while time.monotonic() < end and not (part.exists() and part.stat().st_size == 600_000):
+            time.sleep(0.01)
+        p.kill()
+        p.wait(10)
+        assert part.stat().st_size == 600_000
+        assert not (box.tmp / "rauc-arg").exists()
+        # The next run (the same URL) asks only for the rest.
+        srv.requests.clear()
+        r = update(box, srv.url)
+        assert r.returncode == 0, r.stderr
+        assert srv.requests == ["bytes=600000-"], srv.requests
+        assert (box.tmp / "rauc-got").read_bytes() == body
+    finally:
+        srv.close()
+    # Another URL: what is on the card is not its beginning.
+    other = BundleServer(body[::-1], cuts=[50_000])
+    try:
+        part.write_bytes(body[:10_000])
+        (box.tmp / "update-download.raucb.url").write_text(srv.url)
+        r = update(box, other.url)
+    finally:
+        other.close()
+    assert r.returncode == 0, r.stderr
+    assert other.requests == [None, "bytes=50000-"]
+    assert (box.tmp / "rauc-got").read_bytes() == body[::-1]
+
+
+def test_hostile_servers_get_a_precise_refusal_and_rauc_never_runs(box):
+    conf(box, copying_rauc(box))
+    for kw, want in ((dict(status=404), "The requested URL returned error: 404"),
+                     (dict(length=3 << 30), "the bundle is 3072 MiB, more than the 2048 MiB a bundle may be")):
+        srv = BundleServer(b"x" * 1000, **kw)
+        try:
+            r = update(box, srv.url)
+        finally:
+            srv.close()
+        assert r.returncode == 1, (kw, r.stdout, r.stderr)
+        assert "crier update: download of %s failed: " % srv.url in r.stderr and want in r.stderr, (kw, r.stderr)
+        assert "nothing was changed" in r.stderr
+        assert not (box.tmp / "rauc-arg").exists()
+
+
+def test_an_offered_bundle_is_downloaded_then_installed_from_the_card(box):
+    body = os.urandom(1 << 20)
+    srv = BundleServer(body, cuts=[200_000])
+    rauc = copying_rauc(box)
+    s, conn, hello, crier = offer_box(box, rauc, "update.allow_remote = on\n", download="on")
+    try:
+        send(conn, {"type": "update", "url": srv.url, "version": "0.9.5"})
+        crier.wait_for(r"INFO update: download: resuming at 0\.2 MiB of 1\.0 MiB \(connection 2\)", timeout=20)
+        crier.wait_for(r"INFO update: installed version=0\.9\.5", timeout=20)
+        crier.wait_for(r"INFO update: rebooting into the installed update", timeout=20)
+    finally:
+        assert crier.stop() == 0
+        srv.close()
+    assert (box.tmp / "rauc-got").read_bytes() == body
+    assert not (box.tmp / "update-download.raucb").exists()

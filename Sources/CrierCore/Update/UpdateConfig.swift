@@ -18,8 +18,15 @@ public struct UpdateConfig: Sendable, Equatable {
     public var rebootRequest: String? = "/run/crier/reboot-request"
     /// Seconds without anything said before that reboot.
     public var quietSeconds = 60.0
+    /// An http(s) bundle is downloaded into `dir` first (resumed after a dropped connection)
+    /// and RAUC installs it from the card. Off: RAUC streams it, which RAUC 1.13 (Debian 13)
+    /// cannot do reliably: udev's probe of the new nbd device disconnects it (fixed in RAUC
+    /// 1.15; docs/updates.md, "Downloads").
+    public var download = true
 
     public var pendingPath: String { dir + "/update-pending" }
+    /// Where a downloaded bundle is kept until RAUC has installed it (`.part` while it comes).
+    public var downloadPath: String { dir + "/update-download.raucb" }
     public var outcomePath: String { dir + "/update-outcome" }
 
     static let keys: [ConfigKey] = [
@@ -60,6 +67,10 @@ public struct UpdateConfig: Sendable, Equatable {
                   doc: "Seconds with nothing said (no order waiting) before that reboot.",
                   apply: { c, v throws(ConfigValueError) in c.update.quietSeconds = try ConfigValue.number(v, 1...86400) },
                   render: { ConfigValue.fmt($0.update.quietSeconds) }),
+        ConfigKey("update.download", section: "updates", default: "on",
+                  doc: "Download an http(s) bundle into update.dir first (resumed when the connection drops; needs the bundle's size free) and install it from there; off: RAUC streams it (needs RAUC 1.15 or newer).",
+                  apply: { c, v throws(ConfigValueError) in c.update.download = try ConfigValue.bool(v) },
+                  render: { $0.update.download ? "on" : "off" }),
     ]
 }
 
