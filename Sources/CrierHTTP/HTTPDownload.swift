@@ -39,6 +39,9 @@ public enum HTTPDownload {
                              sleep: (Double) -> Void = { s in if s > 0 { usleep(UInt32(min(s, 3600) * 1e6)) } }) -> Result<Int64, Failure> {
         let part = path + ".part", urlFile = path + ".url"
         let dir = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        // Left by another user (`crier update` run as root, then the daemon as crier): not ours
+        // to append to, but the directory is, so start over.
+        for f in [part, urlFile] where access(f, F_OK) == 0 && access(f, W_OK) != 0 { unlink(f) }
         if readSmall(urlFile) != url {
             unlink(part)
             guard writeSmall(urlFile, url) else { return .failure(Failure(message: "cannot write \(urlFile): \(errnoText(errno))")) }

@@ -448,8 +448,11 @@ public actor Daemon {
         synthesisEnd = nil
         let (token, p) = (synthesisToken, pipeline)
         let id = startClip(Clip(stream: stream), gain: gain)
+        // The first part goes to the speech thread from here, in this turn; a task only waits
+        // for its end and makes the rest.
+        let run = p.startStream(parts: parts, rate: rate, into: stream)
         let task = Task.detached { () -> Result<SpeechPipeline.StreamReport, SpeechError> in
-            let r = await p.stream(parts: parts, rate: rate, into: stream)
+            let r = await p.finish(run)
             await self.synthesisEnded(token, r)
             return r
         }

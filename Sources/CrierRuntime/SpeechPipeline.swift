@@ -91,15 +91,48 @@ public struct SpeechPipeline: Sendable {
     /// recorded in `clip.partEnds`. The clip can be playing meanwhile. Finishes the clip in
     /// every case; stops early (`.cancelled`) when the clip is cancelled or full.
     public func stream(parts: [Utterance], rate: Int, into clip: ClipStream) async -> Result<StreamReport, SpeechError> {
+        await finish(startStream(parts: parts, rate: rate, into: clip))
+    }
+
+    /// A streamed synthesis whose first part is already on the speech thread's queue.
+    public struct StreamRun: Sendable {
+        let parts: [Utterance]
+        let rate: Int
+        let clip: ClipStream
+        let t0: Double
+        let first: (job: SynthesisJob, sink: StreamSink)?
+    }
+
+    /// `stream`'s first step, synchronous: the first part is handed to the speech thread by the
+    /// caller (the daemon's actor, in the same turn that started the clip), so espeak starts
+    /// without waiting for a task to be scheduled. `finish` does the rest.
+    public func startStream(parts: [Utterance], rate: Int, into clip: ClipStream) -> StreamRun {
         let t0 = Monotonic.now()
+        var first: (job: SynthesisJob, sink: StreamSink)?
+        if let u = parts.first, !clip.isCancelled {
+            let sink = StreamSink(clip: clip, resampler: resampler(from: 22050, to: rate), rate: rate, start: t0, yieldToReader: true)
+            first = (speech.start(u, voice: config.speech.voices[u.lang]!, into: sink), sink)
+        }
+        return StreamRun(parts: parts, rate: rate, clip: clip, t0: t0, first: first)
+    }
+
+    public func finish(_ run: StreamRun) async -> Result<StreamReport, SpeechError> {
+        let clip = run.clip
         var firstSamples: Double?
         defer { clip.finish() }
-        for u in parts {
-            if clip.isCancelled { return .failure(.cancelled) }
-            let sink = StreamSink(clip: clip, resampler: resampler(from: 22050, to: rate), rate: rate, start: t0,
-                                  yieldToReader: firstSamples == nil)
+        for (i, u) in run.parts.enumerated() {
+            let sink: StreamSink
             do throws(SpeechError) {
-                try await speech.synthesize(u, voice: config.speech.voices[u.lang]!, into: sink)
+                if i == 0 {
+                    guard let (job, s) = run.first else { return .failure(.cancelled) }
+                    sink = s
+                    _ = try await job.samples()
+                } else {
+                    if clip.isCancelled { return .failure(.cancelled) }
+                    sink = StreamSink(clip: clip, resampler: resampler(from: 22050, to: run.rate), rate: run.rate, start: run.t0,
+                                      yieldToReader: firstSamples == nil)
+                    try await speech.synthesize(u, voice: config.speech.voices[u.lang]!, into: sink)
+                }
             } catch {
                 return .failure(error)
             }
@@ -107,13 +140,13 @@ public struct SpeechPipeline: Sendable {
             clip.endPart()
             if let f = sink.firstAt, firstSamples == nil { firstSamples = f }
         }
-        return .success(StreamReport(firstSamples: firstSamples, total: Monotonic.now() - t0, frames: clip.count))
+        return .success(StreamReport(firstSamples: firstSamples, total: Monotonic.now() - run.t0, frames: clip.count))
     }
 }
 
 /// One part's samples on their way into a streamed clip. Called only on the speech thread; the
 /// Mutex makes the class Sendable (uncontended, so it costs a few ns per chunk).
-final class StreamSink: SpeechChunkSink {
+public final class StreamSink: SpeechChunkSink {
     let clip: ClipStream
     let start: Double
     /// Once the clip holds 50 ms, pause the synthesis until the audio thread has taken
@@ -138,7 +171,7 @@ final class StreamSink: SpeechChunkSink {
     /// Seconds from the start of the synthesis to this part's first samples in the clip.
     var firstAt: Double? { streamer.withLock { $0.first } }
 
-    func speechChunk(_ samples: UnsafeBufferPointer<Int16>, rate: Int) -> Bool {
+    public func speechChunk(_ samples: UnsafeBufferPointer<Int16>, rate: Int) -> Bool {
         let (out, first) = streamer.withLock { s -> ([Float], Double?) in
             if rate != s.0.inputRate && !s.0.hasInput {
                 // espeak's voices all run at 22050 Hz; should one not, follow it.
