@@ -246,6 +246,13 @@ final class EspeakThread: Sendable {
             }
         }
 
+        /// Milliseconds of audio per synth callback. espeak-ng calls back when this much is made
+        /// (or a clause ends), so it bounds the synthesis before the first sample can play:
+        /// with 200 ms, espeak took 0.68 ms (p50, this machine) to its first chunk; with 20 ms,
+        /// 0.22 ms, and the order → first sound p50 fell from 1.34 to 0.87 ms (issue 16). The
+        /// price is 50 callbacks per second of speech instead of 5, each a few µs.
+        static let chunkMs = 20
+
         /// Initializes (or re-initializes for another data path) the library.
         mutating func ready(_ s: Settings) -> Bool {
             if initializedPath == s.dataPath { return rate > 0 }
@@ -255,7 +262,7 @@ final class EspeakThread: Sendable {
                 s.log.error(SpeechError.initFailed(path: s.dataPath).description)
                 return false
             }
-            rate = Int(espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 200, s.dataPath.isEmpty ? nil : s.dataPath,
+            rate = Int(espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, Int32(Self.chunkMs), s.dataPath.isEmpty ? nil : s.dataPath,
                                          Int32(espeakINITIALIZE_DONT_EXIT)))
             initializedPath = s.dataPath
             currentVoice = nil

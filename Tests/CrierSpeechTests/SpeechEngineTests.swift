@@ -122,6 +122,11 @@ final class ChunkRecorder: SpeechChunkSink {
         let chunks = rec.chunks
         #expect(chunks.count > 3, "\(chunks.count) chunks")
         #expect(produced == chunks.reduce(0) { $0 + $1.count })
+        // Chunks stay short (espeak's buffer is 20 ms; it hands out up to ~50 ms at once): the
+        // first one is what an alert waits for before it can sound (issue 16). With a 200 ms
+        // buffer they were ~4400 samples.
+        let longest = chunks.map(\.count).max() ?? 0
+        #expect(longest <= 22050 / 10, "longest chunk \(longest) samples")
         // The first chunk is there long before the synthesis ends.
         let first = try #require(rec.times.first)
         #expect(first - t0 < (t1 - t0) / 2, "first chunk after \((first - t0) * 1000) ms of \((t1 - t0) * 1000) ms")
