@@ -429,14 +429,19 @@ def copying_rauc(box):
         """ % (box.tmp, box.tmp, box.tmp))
 
 
+def update_from(box, srv):
+    """`crier update` of the server's URL; the server is closed afterwards whatever happened."""
+    try:
+        return update(box, srv.url)
+    finally:
+        srv.close()
+
+
 def test_a_download_cut_twice_is_resumed_and_rauc_installs_the_whole_file_from_the_card(box):
     body = os.urandom(3 << 20)
     srv = BundleServer(body, cuts=[700_000, 1_200_000])
     conf(box, copying_rauc(box))
-    try:
-        r = update(box, srv.url)
-    finally:
-        srv.close()
+    r = update_from(box, srv)
     assert r.returncode == 0, r.stdout + r.stderr
     # The second and third connections asked for the rest, from where the last one stopped.
     assert srv.requests == [None, "bytes=700000-", "bytes=1900000-"], srv.requests
@@ -453,10 +458,7 @@ def test_a_server_without_ranges_is_downloaded_again_from_the_start(box):
     body = os.urandom(1 << 20)
     srv = BundleServer(body, cuts=[300_000], ranges=False)
     conf(box, copying_rauc(box))
-    try:
-        r = update(box, srv.url)
-    finally:
-        srv.close()
+    r = update_from(box, srv)
     assert r.returncode == 0, r.stdout + r.stderr
     assert srv.requests == [None, "bytes=300000-"]
     assert (box.tmp / "rauc-got").read_bytes() == body
@@ -504,10 +506,7 @@ def test_hostile_servers_get_a_precise_refusal_and_rauc_never_runs(box):
     for kw, want in ((dict(status=404), "The requested URL returned error: 404"),
                      (dict(length=3 << 30), "the bundle is 3072 MiB, more than the 2048 MiB a bundle may be")):
         srv = BundleServer(b"x" * 1000, **kw)
-        try:
-            r = update(box, srv.url)
-        finally:
-            srv.close()
+        r = update_from(box, srv)
         assert r.returncode == 1, (kw, r.stdout, r.stderr)
         assert "crier update: download of %s failed: " % srv.url in r.stderr and want in r.stderr, (kw, r.stderr)
         assert "nothing was changed" in r.stderr
