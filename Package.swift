@@ -68,7 +68,7 @@ let package = Package(
         .target(name: "CrierSystem", dependencies: ["CrierCore", "CrierPosix"]),
         .target(name: "CrierMusicFile", dependencies: ["CrierCore", "CSndfile"]),
         .target(name: "CrierSoxr", dependencies: ["CSoxr"]),
-        .target(name: "CrierHTTP", dependencies: ["CrierCore", "CCurl"]),
+        .target(name: "CrierHTTP", dependencies: ["CrierCore", "CrierPosix", "CCurl"]),
         .target(name: "CrierMP3", dependencies: ["CMpg123"]),
         .target(name: "CrierMusic", dependencies: ["CrierCore", "CrierPosix", "CrierMusicFile", "CrierSoxr", "CrierHTTP", "CrierMP3"]),
         .target(name: "CrierRuntime", dependencies: [

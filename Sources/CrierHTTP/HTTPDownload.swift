@@ -1,4 +1,5 @@
 import CrierCore
+import CrierPosix
 import Glibc
 
 /// Downloads one file onto the card, resuming after a dropped connection (docs/updates.md,
@@ -42,9 +43,13 @@ public enum HTTPDownload {
         // Left by another user (`crier update` run as root, then the daemon as crier): not ours
         // to append to, but the directory is, so start over.
         for f in [part, urlFile] where access(f, F_OK) == 0 && access(f, W_OK) != 0 { unlink(f) }
-        if readSmall(urlFile) != url {
+        if (try? FileIO.read(urlFile, limit: 8192)).map({ String(decoding: $0, as: UTF8.self) }) != url {
             unlink(part)
-            guard writeSmall(urlFile, url) else { return .failure(Failure(message: "cannot write \(urlFile): \(errnoText(errno))")) }
+            do throws(SystemError) {
+                try FileIO.write(urlFile, Array(url.utf8))
+            } catch {
+                return .failure(Failure(message: "cannot write \(urlFile): \(error)"))
+            }
         }
         var lastError = ""
         for attempt in 1...max(1, options.attempts) {
@@ -133,7 +138,7 @@ public enum HTTPDownload {
                     sink.problem = .fatal("the bundle is bigger than the \(options.maxBytes >> 20) MiB a bundle may be")
                     return false
                 }
-                guard FileIOLite.writeAll(sink.fd, bytes) else {
+                guard FileIO.writeAll(sink.fd, bytes) else {
                     let e = errno
                     sink.problem = e == ENOSPC
                         ? .fatal("crier-data is full (\(part)); free some space, or set update.download = off to stream the bundle")
@@ -186,40 +191,8 @@ public enum HTTPDownload {
         return Int64(s.f_bavail) * Int64(s.f_frsize)
     }
 
-    static func readSmall(_ p: String) -> String? {
-        let fd = open(p, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var buf = [UInt8](repeating: 0, count: 8192)
-        let n = read(fd, &buf, buf.count)
-        return n > 0 ? String(decoding: buf[0..<n], as: UTF8.self) : nil
-    }
-
-    static func writeSmall(_ p: String, _ s: String) -> Bool {
-        let fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        return FileIOLite.writeAll(fd, Array(s.utf8))
-    }
-
     static func syncDir(_ dir: String) {
         let fd = open(dir.isEmpty ? "/" : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if fd >= 0 { fsync(fd); close(fd) }
-    }
-
-    static func errnoText(_ e: Int32) -> String { String(cString: strerror(e)) }
-}
-
-enum FileIOLite {
-    static func writeAll(_ fd: Int32, _ bytes: some Collection<UInt8>) -> Bool {
-        Array(bytes).withUnsafeBytes { raw in
-            var off = 0
-            while off < raw.count {
-                let n = write(fd, raw.baseAddress! + off, raw.count - off)
-                if n < 0 { if errno == EINTR { continue }; return false }
-                off += n
-            }
-            return true
-        }
     }
 }
