@@ -74,6 +74,11 @@ public final class InboxStore: Sendable {
         record { inbox in entries.compactMap { inbox.received($0) } }
     }
 
+    /// See `OrderInbox.answer(rejected:)`.
+    public func answer(rejected ack: Ack) -> Ack? {
+        state.withLock { $0.inbox.answer(rejected: ack) }
+    }
+
     /// The broker took these acks: their orders leave the inbox.
     public func delivered(_ acks: [Ack]) {
         record { inbox in acks.compactMap { inbox.delivered($0) } }

@@ -460,6 +460,7 @@ public final class MQTTLink: OrderLinking {
         let events = client.takeEvents()
         guard !events.isEmpty else { return nil }
         var received: [OrderInbox.Entry] = []
+        var arrivals: [Arrival] = []  // received, and malformed orders, in the broker's order
         var delivered: [Ack] = []
         var pongs = 0
         var end: SessionEnd?
@@ -523,7 +524,13 @@ public final class MQTTLink: OrderLinking {
                     if conn.otherTopics <= 10 { log.warning("message on an unexpected topic ignored", ["server": url, "topic": topic]) }
                     continue
                 }
-                if let entry = decode(payload, &conn, verifier: &verifier) { received.append(entry) }
+                switch decode(payload, &conn, verifier: &verifier) {
+                case .entry(let entry):
+                    received.append(entry)
+                    arrivals.append(.entry(entry))
+                case .rejected(let ack): arrivals.append(.rejected(ack))
+                case nil: break
+                }
             case .log(let level, let text):
                 log.debug("libmosquitto", ["level": level, "text": text])
             }
@@ -533,10 +540,17 @@ public final class MQTTLink: OrderLinking {
         // The broker has these acks: the orders leave the inbox, then the outbox lets them go.
         if !delivered.isEmpty { inbox.delivered(delivered) }
         if pongs > 0 { ackStore.with { o in for _ in 0..<pongs { _ = o.pong() } } }
-        for entry in received {
-            switch entry {
-            case .order(let o): onEvent(.order(o))
-            case .cancel(let id): onEvent(.cancel(id: id))
+        for a in arrivals {
+            switch a {
+            case .entry(.order(let o)): onEvent(.order(o))
+            case .entry(.cancel(let id)): onEvent(.cancel(id: id))
+            case .rejected(let ack):
+                // Answered here, into the outbox file before the PUBACK: a crash cannot lose it.
+                // Checked against the inbox (this batch's cancels are in it now), so a cancel
+                // that came first keeps its answer (chaos seed 34641, v1).
+                guard let answer = inbox.answer(rejected: ack) else { continue }
+                ackStore.with { _ = $0.add(answer) }
+                if answer.status == .rejected { onEvent(.rejected(answer, answered: true)) }
             }
         }
         if !stopping { publishPresence(client, &conn, v5: v5) }
@@ -558,9 +572,15 @@ public final class MQTTLink: OrderLinking {
         if case .success(let mid) = client.publish(topic: topics.status, payload: payload, qos: 1, retain: true) { conn.statusMid = mid }
     }
 
-    /// One message from the order topic: an order or cancel to journal, or nil (refused,
-    /// answered here with a `rejected` ack when it had an id).
-    private func decode(_ payload: [UInt8], _ conn: inout Conn, verifier: inout SignatureVerifier?) -> OrderInbox.Entry? {
+    private enum Arrival {
+        case entry(OrderInbox.Entry)
+        /// Malformed, with an id: answered after the batch is journaled.
+        case rejected(Ack)
+    }
+
+    /// One message from the order topic: an order or cancel to journal, a malformed order to
+    /// answer, or nil (refused; an unauthenticated order is answered here).
+    private func decode(_ payload: [UInt8], _ conn: inout Conn, verifier: inout SignatureVerifier?) -> Arrival? {
         let url = config.server?.description ?? "?"
         var body = payload[...]
         while let last = body.last, last == 0x0A || last == 0x0D { body = body.dropLast() }
@@ -571,7 +591,6 @@ public final class MQTTLink: OrderLinking {
             } else if conn.badMessages == 11 {
                 log.warning("more bad messages from broker; not logging each", ["server": url])
             }
-            if let ack { ackStore.with { _ = $0.add(ack) } }
         }
         guard body.count <= ProtocolCodec.maxLineBytes else {
             bad("message longer than \(ProtocolCodec.maxLineBytes) bytes (\(body.count))", ack: nil)
@@ -583,7 +602,7 @@ public final class MQTTLink: OrderLinking {
         case .success(let m): message = m
         case .failure(let e):
             bad(e.message, ack: e.rejectedAck)
-            return nil
+            return e.rejectedAck.map { .rejected($0) }
         }
         switch message {
         case .order(let o):
@@ -595,7 +614,7 @@ public final class MQTTLink: OrderLinking {
                 ackStore.with { _ = $0.add(Ack(id: o.id, status: .rejected, reason: r.reason.rawValue, message: r.message)) }
                 return nil
             }
-            return .order(o)
+            return .entry(.order(o))
         case .cancel(let id):
             if let r = verifier?.check(decoded.object ?? JSONObject(), now: options.unixNow()) {
                 conn.unauthenticated += 1
@@ -604,7 +623,7 @@ public final class MQTTLink: OrderLinking {
                 }
                 return nil
             }
-            return .cancel(id: id)
+            return .entry(.cancel(id: id))
         case .update(let offer):
             // Not journaled: an offer lost in a restart is offered again by the server.
             if let r = verifier?.check(decoded.object ?? JSONObject(), now: options.unixNow()) {

@@ -11,9 +11,12 @@ public enum LinkEvent: Sendable, Equatable {
     case disconnected(reason: String)
     case order(Order)
     case cancel(id: String)
-    /// An order the link rejected itself (malformed: `invalid_order`); its ack is already sent.
-    /// For the owner's memory: a later cancel of it is answered with the same rejection.
-    case rejected(Ack)
+    /// An order the link could not decode (malformed: `invalid_order`). `answered == false`
+    /// (the v1 link): the owner decides the answer (`AlertQueue.refuse`) in the order of the
+    /// other events, since a cancel just before it may already have made the id final (chaos
+    /// seed 34641). `answered == true` (MQTT, whose rejection is journaled before the broker's
+    /// PUBACK): already answered; for the owner's memory, a later cancel gets the same answer.
+    case rejected(Ack, answered: Bool)
     /// The server offers an update bundle (docs/updates.md); signed like orders when
     /// `server.key` is set.
     case updateOffer(UpdateOffer)
@@ -384,10 +387,8 @@ public final class OrderLink: Sendable {
                             log.warning("more bad messages from server; not logging each", ["server": server.description])
                         }
                         conn.queue(.error(code: "bad_message", message: e.message))
-                        if let ack = e.rejectedAck {
-                            conn.queue(.ack(ack))
-                            onEvent(.rejected(ack))
-                        }
+                        // Answered by the owner, in order with the cancels before it.
+                        if let ack = e.rejectedAck { onEvent(.rejected(ack, answered: false)) }
                         continue
                     }
                     switch message {

@@ -208,27 +208,16 @@ public actor Daemon {
             guard !stopping else { return }  // unacked: the server redelivers after restart
             if let reject = pipeline.nothingToSay(o, lang: o.lang ?? config.speech.lang) {
                 // Said in 0 s, it would be acked `spoken` unheard (issue 13 item 12).
-                report(reject, ["kind": o.kind.name])
+                admitted(queue.refuse(reject), id: o.id, ["kind": o.kind.name])
                 return
             }
-            let admission = queue.add(o, now: now)
-            switch admission {
-            case .queued:
-                alertLog.info("queued", ["id": o.id, "kind": o.kind.name, "waiting": queue.waitingCount])
-                // Music starts going down now, before the alert's first sample exists.
-                if !gains.holdAlerts { engine.requestDuck(true) }
-                if let p = currentPrompt, !gains.holdAlerts { cutPrompt(p) }
-            case .alreadyQueued:
-                alertLog.info("duplicate ignored (already queued or playing)", ["id": o.id])
-            case .alreadyDone(let ack):
-                report(ack, again: true, ["redelivered": true])
-            case .rejected(let ack):
-                report(ack)
-            }
+            admitted(queue.add(o, now: now), id: o.id, ["kind": o.kind.name])
         case .updateOffer(let offer):
             offerUpdate(offer)
-        case .rejected(let ack):
-            queue.rememberRejection(ack)  // rejected by the link (malformed): a cancel gets it again
+        case .rejected(let ack, answered: true):
+            queue.rememberRejection(ack)  // answered by the link (MQTT): a later cancel gets it again
+        case .rejected(let ack, answered: false):
+            admitted(queue.refuse(ack), id: ack.id, [:])
         case .cancel(let id):
             let c = queue.cancel(id: id, now: now)
             // A cancel of an order already final re-acks that outcome: logged as what it is.
@@ -236,6 +225,25 @@ public actor Daemon {
             if c.wasPlaying, let cur = current, cur.alert.orderIDs == [id] { engine.stop(id: cur.clip) }
         }
         poke()
+    }
+
+    /// Acts on what the queue said of an arrival: queued (music ducks, a prompt is cut), or the
+    /// ack to send now.
+    func admitted(_ admission: AlertQueue.Admission, id: String, _ extra: KeyValuePairs<String, any CustomStringConvertible>) {
+        switch admission {
+        case .queued:
+            alertLog.hub.emit(.info, alertLog.component, "queued",
+                              [("id", id)] + extra.map { ($0.key, $0.value.description) } + [("waiting", "\(queue.waitingCount)")])
+            // Music starts going down now, before the alert's first sample exists.
+            if !gains.holdAlerts { engine.requestDuck(true) }
+            if let p = currentPrompt, !gains.holdAlerts { cutPrompt(p) }
+        case .alreadyQueued:
+            alertLog.info("duplicate ignored (already queued or playing)", ["id": id])
+        case .alreadyDone(let ack):
+            report(ack, again: true, ["redelivered": true])
+        case .rejected(let ack):
+            report(ack, extra)
+        }
     }
 
     // MARK: the speaker loop

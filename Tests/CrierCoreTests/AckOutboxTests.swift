@@ -383,6 +383,63 @@ struct AckOutboxTests {
         #expect(q.cancel(id: "never", now: 0).ack.status == .cancelled)
     }
 
+    @Test("an order refused after its id was made final keeps that outcome (chaos seed 34641); one refused for good is remembered")
+    func refuseAgainstOutcomes() {
+        var q = AlertQueue()
+        let invalid = Ack(id: "X", status: .rejected, reason: Ack.Reason.invalidOrder, message: "order: field \"number\" must be 0...999999, got 1000000")
+        // The server's cancel came before its malformed order: cancelled it stays.
+        #expect(q.cancel(id: "X", now: 0).ack.status == .cancelled)
+        #expect(q.refuse(invalid).ack == Ack(id: "X", status: .cancelled, message: "already cancelled"))
+        #expect(q.cancel(id: "X", now: 0).ack.status == .cancelled)
+        // A valid copy waits (or is being said): the malformed one gets no answer of its own.
+        #expect(q.add(Order(id: "Q", kind: .newCustomer(number: 1)), now: 0) == .queued)
+        #expect(q.refuse(Ack(id: "Q", status: .rejected, reason: Ack.Reason.invalidOrder)) == .alreadyQueued)
+        let a = q.next(now: 0).alert
+        #expect(a?.orderIDs == ["Q"])
+        #expect(q.refuse(Ack(id: "Q", status: .rejected, reason: Ack.Reason.nothingToSay)) == .alreadyQueued)
+        // Nothing known: the rejection, and a later cancel gets it again.
+        let mute = Ack(id: "M", status: .rejected, reason: Ack.Reason.nothingToSay)
+        #expect(q.refuse(mute) == .rejected(mute))
+        #expect(q.cancel(id: "M", now: 0).ack == mute)
+        #expect(q.refuse(mute) == .rejected(mute), "a redelivery is refused the same way")
+    }
+
+    @Test("seeded: whatever order cancels, redeliveries and sayings come in, an id (valid, malformed or mute, as a server sends it) never gets two final statuses")
+    func oneFinalStatusPerID() {
+        let valid = ["a", "b"], malformed = ["c", "d"], mute = ["e"]
+        let ids = valid + malformed + mute
+        for seed in UInt64(1)...300 {
+            var rng = SplitMix64(seed: seed)
+            var q = AlertQueue(config: AlertConfig(coalesceMax: 1))
+            var finals: [String: Set<Ack.Status>] = [:]
+            func note(_ ack: Ack?) {
+                guard let ack else { return }
+                finals[ack.id, default: []].insert(ack.status)
+            }
+            for step in 0..<40 {
+                let now = Double(step)
+                let id = ids[Int(rng.next() % UInt64(ids.count))]
+                switch rng.next() % 3 {
+                case 0: note(q.cancel(id: id, now: now).ack)
+                case 1:
+                    if valid.contains(id) {
+                        note(q.add(Order(id: id, kind: .newCustomer(number: 1)), now: now).ack)
+                    } else {
+                        let reason = malformed.contains(id) ? Ack.Reason.invalidOrder : Ack.Reason.nothingToSay
+                        note(q.refuse(Ack(id: id, status: .rejected, reason: reason)).ack)
+                    }
+                default:
+                    if let alert = q.next(now: now).alert {
+                        for ack in q.finished(alert, now: now) { note(ack) }
+                    }
+                }
+            }
+            for (id, statuses) in finals {
+                #expect(statuses.count == 1, "seed \(seed): \(id) got \(statuses)")
+            }
+        }
+    }
+
     @Test("outbox path: next to state.path unless link.outbox says otherwise; off is memory only")
     func path() throws {
         var c = CrierConfig()

@@ -304,3 +304,49 @@ def test_a_cancel_of_a_rejected_order_gets_the_rejection_again(box):
         by_id.setdefault(a["id"], []).append((a["status"], a.get("reason")))
     assert by_id.get("R-1") == [("rejected", "invalid_order")] * 2, acks
     assert by_id.get("R-2") == [("rejected", "nothing_to_say")] * 2, acks
+
+
+def test_a_cancel_sent_before_its_malformed_order_keeps_its_answer(box):
+    """Chaos seed 34641: the server cancels an order and then sends it, malformed (or with
+    nothing to say), in the same write. The cancel is answered `cancelled`; the order that
+    follows, and its redelivery, are answered `cancelled` again, never `rejected` beside it
+    (the link used to answer malformed orders itself, ahead of the cancel's answer)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    port = listener.getsockname()[1]
+    acks = []
+    crier = crier_run(box, port, "link.heartbeat = 5\n")
+
+    def collect(c, seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            m = c.line(0.2)
+            if m and m["type"] == "ack":
+                acks.append(m)
+            elif m and m["type"] == "ping":
+                c.send({"type": "pong"})
+
+    bad = {"type": "order", "id": "CB-1", "kind": "new_customer", "number": 1000000}
+    mute = {"type": "order", "id": "CB-2", "kind": "text", "text": "\u200b\u200d"}
+    try:
+        c = ScriptedConn(listener)
+        assert c.line(10)["type"] == "hello"
+        c.send({"type": "welcome"}, {"type": "cancel", "id": "CB-1"}, bad, {"type": "cancel", "id": "CB-2"}, mute)
+        crier.wait_for(r"INFO alert: acked again: cancelled id=CB-2 ", timeout=20)
+        collect(c, 1)
+        c.send(bad, mute)  # redelivered
+        crier.wait_for(r"INFO alert: acked again: cancelled id=CB-2 ", timeout=20, count=2)
+        collect(c, 1)
+        c.close()
+    finally:
+        crier.stop()
+        listener.close()
+    by_id = {}
+    for a in acks:
+        by_id.setdefault(a["id"], set()).add(a["status"])
+    # The outbox sends one ack per id while the server has not confirmed it: one or more here.
+    assert by_id == {"CB-1": {"cancelled"}, "CB-2": {"cancelled"}}, acks
+    log = "\n".join(crier.lines())
+    assert log.count("INFO alert: acked again: cancelled id=CB-1 ") == 2, log[-3000:]
+    assert "rejected id=CB-" not in log, log[-3000:]

@@ -571,6 +571,37 @@ def test_bad_messages_on_the_order_topic_are_refused_and_the_next_order_is_still
     sub.stop()
 
 
+def test_a_cancel_before_its_malformed_order_keeps_its_answer_and_a_later_cancel_gets_the_rejection(box, broker):
+    """Chaos seed 34641 over MQTT: a cancel published before its malformed order leaves that id
+    `cancelled` (not also `rejected`); a malformed order cancelled afterwards is answered with
+    its rejection again, never a second, different final status."""
+    sub = broker.subscriber("crier/box1/acks")
+    box_conf(box, broker)
+    crier = run_box(box)
+    try:
+        crier.wait_for(r"INFO link: connected")
+        broker.publish("crier/box1/orders", '{"type":"cancel","id":"MC-1"}')
+        broker.publish("crier/box1/orders", '{"type":"order","id":"MC-1","kind":"new_customer","number":1000000}')
+        broker.publish("crier/box1/orders", '{"type":"order","id":"MC-2","kind":"new_customer","number":1000000}')
+        sub.wait_for(r'"id":"MC-2","status":"rejected","reason":"invalid_order"', which="out")
+        broker.publish("crier/box1/orders", '{"type":"cancel","id":"MC-2"}')
+        broker.publish("crier/box1/orders", '{"type":"order","id":"OK-2","kind":"new_customer","number":5}')
+        sub.wait_for(r'"id":"OK-2","status":"spoken"', which="out", timeout=30)
+    finally:
+        assert crier.stop() == 0
+    out = sub.lines("out")
+    sub.stop()
+    statuses = {}
+    for line in out:
+        m = re.search(r'"id":"(MC-\d)","status":"(\w+)"', line)
+        if m:
+            statuses.setdefault(m.group(1), []).append(m.group(2))
+    # MC-1: one `cancelled`, or two when the cancel's ack reached the broker before the order came
+    # (then that order is answered "already cancelled").
+    assert set(statuses.get("MC-1", [])) == {"cancelled"}, out
+    assert statuses.get("MC-2") == ["rejected", "rejected"], out
+
+
 def test_an_ack_the_broker_never_confirmed_is_published_again_after_a_kill(box):
     b = Broker311(order("NA-1"))
     b.ack_pubacks = False

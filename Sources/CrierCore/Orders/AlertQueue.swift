@@ -169,6 +169,21 @@ public struct AlertQueue: Sendable {
         rejections[ack.id] = ack
     }
 
+    /// An order that cannot be said (malformed, nothing to say): the answer it gets, decided
+    /// against what this id already has, so an id never gets two different final statuses
+    /// (chaos seed 34641: a cancel sent before its malformed order was acked `cancelled`, and
+    /// the link's own `rejected` went out beside it). Already final (cancelled before it
+    /// arrived, said under an earlier valid copy): that outcome again. Waiting or being said:
+    /// ignored, the valid copy will be answered. Otherwise the rejection, remembered.
+    public mutating func refuse(_ ack: Ack) -> Admission {
+        if let status = outcomes[ack.id] {
+            return .alreadyDone(Ack(id: ack.id, status: status, message: "already \(status.rawValue)"))
+        }
+        if inFlight[ack.id] != nil || waitingIDs.contains(ack.id) { return .alreadyQueued }
+        rememberRejection(ack)
+        return .rejected(ack)
+    }
+
     public mutating func add(_ order: Order, now: Double) -> Admission {
         if let status = outcomes[order.id] {
             return .alreadyDone(Ack(id: order.id, status: status, message: "already \(status.rawValue); not said again"))

@@ -62,6 +62,17 @@ public struct OrderInbox: Sendable {
         return ProtocolCodec.line(.ack(ack))
     }
 
+    /// The answer for an order that could not be decoded, so its id never gets two different
+    /// final statuses: nil while an order or cancel with that id is pending (that one will be
+    /// answered), the outcome the broker already has for it, else the rejection itself.
+    public func answer(rejected ack: Ack) -> Ack? {
+        if pending.contains(where: { $0.id == ack.id }) { return nil }
+        if doneIDs[ack.id] != nil, let d = done.last(where: { $0.id == ack.id }) {
+            return Ack(id: ack.id, status: d.status, message: "already \(d.status.rawValue)")
+        }
+        return ack
+    }
+
     private mutating func remember(_ ack: Ack) {
         done.append(ack)
         doneIDs[ack.id] = 1
