@@ -237,6 +237,7 @@ public actor Daemon {
             // Music starts going down now, before the alert's first sample exists.
             if !gains.holdAlerts { engine.requestDuck(true) }
             if let p = currentPrompt, !gains.holdAlerts { cutPrompt(p) }
+            beginIfIdle(now: Self.now())
         case .alreadyQueued:
             alertLog.info("duplicate ignored (already queued or playing)", ["id": id])
         case .alreadyDone(let ack):
@@ -293,8 +294,15 @@ public actor Daemon {
     }
 
     func speakerLoop() async {
-        while !stopping {
+        // A begun alert is seen through even when a stop came meanwhile (the grace period).
+        while !stopping || begun != nil {
             loopTurns &+= 1
+            if let b = begun {
+                begun = nil
+                await play(b)
+                lastSaid = Self.now()
+                continue
+            }
             let now = Self.now()
             wifiTick(now: now)
             if let p = linkPrompts.due(now: now) {
@@ -333,7 +341,9 @@ public actor Daemon {
                 if queue.waitingCount == 0, let u = updateTurn(now: now) { wakeAt = min(wakeAt ?? u, u) }
                 if let p = linkPrompts.nextDownPrompt { wakeAt = min(wakeAt ?? p, p) }
                 if let w = wifi?.nextDeadline(now: now) { wakeAt = min(wakeAt ?? w, w) }
+                asleep = true
                 await sleep(until: wakeAt)
+                asleep = false
             }
         }
         timer?.cancel()
@@ -357,15 +367,51 @@ public actor Daemon {
         alertLog.hub.emit(ack.status == .rejected && !again ? .warning : .info, alertLog.component, message, fields)
     }
 
+    /// An alert whose speech has started and that the speaker loop is to see through.
+    struct Begun {
+        var alert: Alert
+        var parts: [Utterance]
+        var speech: (id: UInt64, stream: ClipStream, synthesis: Task<Result<SpeechPipeline.StreamReport, SpeechError>, Never>)
+    }
+
+    /// Started by `handle` while the speaker loop slept with nothing to say: the loop plays it
+    /// first when it wakes. Saves the hop from the link's event to the loop's task before the
+    /// first sound (issue 16); the loop would have chosen the same alert.
+    var begun: Begun?
+    /// The speaker loop sleeps with nothing to say (not waiting for a clip to end).
+    var asleep = false
+
+    /// An order was queued: when the speaker loop is asleep with nothing to say, start what it
+    /// would start on waking, now, in this turn.
+    func beginIfIdle(now: Double) {
+        guard asleep, begun == nil, current == nil, !gains.holdAlerts, !stopping else { return }
+        let n = queue.next(now: now)
+        for ack in n.expired { report(ack) }
+        guard let alert = n.alert else { return }
+        engine.requestDuck(true)
+        begun = begin(alert)
+    }
+
     func say(_ alert: Alert) async {
+        await play(begin(alert))
+    }
+
+    /// Starts an alert's speech: played from its first synthesized chunk on, while the rest is
+    /// synthesized (issue 16).
+    func begin(_ alert: Alert) -> Begun {
         let parts = pipeline.wordParts(alert.content, lang: alert.lang, overrideText: alert.overrideText)
+        let speech = startSpeech(parts, gain: 1)
+        alertLog.info("saying", ["ids": alert.orderIDs.joined(separator: ","), "parts": parts.count])
+        current = (alert, speech.id)
+        return Begun(alert: alert, parts: parts, speech: speech)
+    }
+
+    /// Waits for a begun alert to end, then acks what was heard.
+    func play(_ b: Begun) async {
+        let (alert, parts, speech) = (b.alert, b.parts, b.speech)
         let ids = alert.orderIDs.joined(separator: ",")
         let rateHz = Double(engine.config.format.rate)
-        // Played from its first synthesized chunk on, while the rest is synthesized (issue 16).
-        let speech = startSpeech(parts, gain: 1)
         let id = speech.id
-        alertLog.info("saying", ["ids": ids, "parts": parts.count])
-        current = (alert, id)
         var interrupting = false
         var failure: SpeechError?
         var synthesisSeen = false
