@@ -212,16 +212,31 @@ class ScriptedConn:
     def close(self):
         self.c.close()
 
+    def acks(self, into, seconds, until=lambda acks: False):
+        """Reads for `seconds` (or until `until(into)`), answering pings, appending acks to `into`."""
+        end = time.monotonic() + seconds
+        while not until(into) and time.monotonic() < end:
+            m = self.line(min(1, max(0.01, end - time.monotonic())))
+            if m and m["type"] == "ack":
+                into.append(m)
+            elif m and m["type"] == "ping":
+                self.send({"type": "pong"})
+
+
+def loopback_listener():
+    """A listening socket on a free loopback port, and that port."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    return listener, listener.getsockname()[1]
+
 
 @pytest.mark.parametrize("redeliver", [False, True])
 def test_an_ack_written_before_a_drop_is_not_resent_and_a_redelivery_is_answered_once(box, redeliver):
     """Issue 13 item 18 (chaos seeds 66466, 67856): the ack is written, the connection ends
     before its pong; after the reconnect it is not written again, unless the server redelivers
     the order: then exactly one ack, and the order is not said again."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(4)
-    port = listener.getsockname()[1]
+    listener, port = loopback_listener()
     order = {"type": "order", "id": "X-1", "kind": "new_customer", "number": 5}
     second = []
     crier = crier_run(box, port, "link.heartbeat = 2\n")
@@ -268,10 +283,7 @@ def test_a_cancel_of_a_rejected_order_gets_the_rejection_again(box):
     """Chaos seed 75107: an order rejected for good (malformed at the link, or nothing to say in
     the daemon), then cancelled: the cancel is answered with the same rejection, never a
     second, different final status (`cancelled`)."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(4)
-    port = listener.getsockname()[1]
+    listener, port = loopback_listener()
     acks = []
     crier = crier_run(box, port, "link.heartbeat = 5\n")
     try:
@@ -280,21 +292,9 @@ def test_a_cancel_of_a_rejected_order_gets_the_rejection_again(box):
         c.send({"type": "welcome"},
                {"type": "order", "id": "R-1", "kind": "new_customer", "number": 1000000},
                {"type": "order", "id": "R-2", "kind": "text", "text": "\u200b\u200d"})
-        end = time.monotonic() + 20
-        while len(acks) < 2 and time.monotonic() < end:
-            m = c.line(1)
-            if m and m["type"] == "ack":
-                acks.append(m)
-            elif m and m["type"] == "ping":
-                c.send({"type": "pong"})
+        c.acks(acks, 20, until=lambda a: len(a) >= 2)
         c.send({"type": "cancel", "id": "R-1"}, {"type": "cancel", "id": "R-2"})
-        end = time.monotonic() + 10
-        while len(acks) < 4 and time.monotonic() < end:
-            m = c.line(1)
-            if m and m["type"] == "ack":
-                acks.append(m)
-            elif m and m["type"] == "ping":
-                c.send({"type": "pong"})
+        c.acks(acks, 10, until=lambda a: len(a) >= 4)
         c.close()
     finally:
         crier.stop()
@@ -311,22 +311,9 @@ def test_a_cancel_sent_before_its_malformed_order_keeps_its_answer(box):
     nothing to say), in the same write. The cancel is answered `cancelled`; the order that
     follows, and its redelivery, are answered `cancelled` again, never `rejected` beside it
     (the link used to answer malformed orders itself, ahead of the cancel's answer)."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(4)
-    port = listener.getsockname()[1]
+    listener, port = loopback_listener()
     acks = []
     crier = crier_run(box, port, "link.heartbeat = 5\n")
-
-    def collect(c, seconds):
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            m = c.line(0.2)
-            if m and m["type"] == "ack":
-                acks.append(m)
-            elif m and m["type"] == "ping":
-                c.send({"type": "pong"})
-
     bad = {"type": "order", "id": "CB-1", "kind": "new_customer", "number": 1000000}
     mute = {"type": "order", "id": "CB-2", "kind": "text", "text": "\u200b\u200d"}
     try:
@@ -334,10 +321,10 @@ def test_a_cancel_sent_before_its_malformed_order_keeps_its_answer(box):
         assert c.line(10)["type"] == "hello"
         c.send({"type": "welcome"}, {"type": "cancel", "id": "CB-1"}, bad, {"type": "cancel", "id": "CB-2"}, mute)
         crier.wait_for(r"INFO alert: acked again: cancelled id=CB-2 ", timeout=20)
-        collect(c, 1)
+        c.acks(acks, 1)
         c.send(bad, mute)  # redelivered
         crier.wait_for(r"INFO alert: acked again: cancelled id=CB-2 ", timeout=20, count=2)
-        collect(c, 1)
+        c.acks(acks, 1)
         c.close()
     finally:
         crier.stop()
