@@ -1097,8 +1097,8 @@ def make_summary(R):
                    "written after it, so a writer that paces itself like a sound card (Crier) releases its "
                    "first loud sample one to three 20 ms periods later, in steps, while aplay, which dumps the "
                    "whole clip at once, pays nothing; on a real device the listener hears both at stream "
-                   "time. Tails (p99 %.0f / %.0f ms at "
-                   "writei) follow the machine's load, for both." % (
+                   "time. Tails: p99 %.0f / %.0f ms at writei (see the caveats below for what this run's "
+                   "slowest orders were)." % (
                        lc["w_p50"], lp["w_p50"], lp["w_p50"] / lc["w_p50"], lc["p50"], lp["p50"], lp["p50"] / lc["p50"],
                        lc["w_p99"], lp["w_p99"]))
     ic = R.get("idle_crier")
@@ -1130,7 +1130,7 @@ def first_sound_svg(R, path):
     if not (fc and fp):
         return False
     import math
-    W, H, L, T, Rm, B = 720, 420, 80, 40, 180, 60
+    W, H, L, T, Rm, B = 800, 420, 80, 40, 240, 60  # Rm: room for the legend's longest name
     pw, ph = W - L - Rm, H - T - B
     series = [("Crier", fc, "#1f77b4"), ("espeak-ng | aplay (peer)", fp, "#d62728")]
     pts = [(v["chars"], v["p50"], v["p90"]) for _, d, _ in series for k, v in d.items() if not k.startswith("_")]
