@@ -424,6 +424,12 @@ class Bench:
         finally:
             if proc is not None and who == "crier":
                 proc.stop()
+                # Kept for reading a slow order's story; a streamed clip that ran dry is counted.
+                lines = [l for _, l in proc.lines()]
+                with open(os.path.join(d, "crier.log"), "w") as f:
+                    f.write("\n".join(lines) + "\n")
+                gaps = sum(1 for l in lines if "speech synthesis is behind playback" in l)
+                self.log("latency crier: %d clips ran dry after they started (crier.log in %s)" % (gaps, d))
             srv.close()
             if proc is not None and who != "crier":
                 proc.stop()
