@@ -459,8 +459,7 @@ public final class MQTTLink: OrderLinking {
                               downSince: Double, verifier: inout SignatureVerifier?, stopping: Bool = false) -> SessionEnd? {
         let events = client.takeEvents()
         guard !events.isEmpty else { return nil }
-        var received: [OrderInbox.Entry] = []
-        var arrivals: [Arrival] = []  // received, and malformed orders, in the broker's order
+        var arrivals: [Arrival] = []  // orders, cancels and malformed orders, in the broker's order
         var delivered: [Ack] = []
         var pongs = 0
         var end: SessionEnd?
@@ -524,18 +523,13 @@ public final class MQTTLink: OrderLinking {
                     if conn.otherTopics <= 10 { log.warning("message on an unexpected topic ignored", ["server": url, "topic": topic]) }
                     continue
                 }
-                switch decode(payload, &conn, verifier: &verifier) {
-                case .entry(let entry):
-                    received.append(entry)
-                    arrivals.append(.entry(entry))
-                case .rejected(let ack): arrivals.append(.rejected(ack))
-                case nil: break
-                }
+                if let a = decode(payload, &conn, verifier: &verifier) { arrivals.append(a) }
             case .log(let level, let text):
                 log.debug("libmosquitto", ["level": level, "text": text])
             }
         }
         // On the card before anything else happens: the PUBACKs go out at the next loopWrite.
+        let received = arrivals.compactMap { a -> OrderInbox.Entry? in if case .entry(let e) = a { e } else { nil } }
         if !received.isEmpty { inbox.received(received) }
         // The broker has these acks: the orders leave the inbox, then the outbox lets them go.
         if !delivered.isEmpty { inbox.delivered(delivered) }

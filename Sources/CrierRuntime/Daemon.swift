@@ -371,7 +371,7 @@ public actor Daemon {
     struct Begun {
         var alert: Alert
         var parts: [Utterance]
-        var speech: (id: UInt64, stream: ClipStream, synthesis: Task<Result<SpeechPipeline.StreamReport, SpeechError>, Never>)
+        var speech: Speech
     }
 
     /// Started by `handle` while the speaker loop slept with nothing to say: the loop plays it
@@ -388,8 +388,7 @@ public actor Daemon {
         let n = queue.next(now: now)
         for ack in n.expired { report(ack) }
         guard let alert = n.alert else { return }
-        engine.requestDuck(true)
-        begun = begin(alert)
+        begun = begin(alert)  // the music's duck was requested when the order was queued
     }
 
     func say(_ alert: Alert) async {
@@ -491,11 +490,13 @@ public actor Daemon {
     /// Most seconds one clip holds: a bound on memory whatever the text and voice settings.
     static let maxClipSeconds = 300
 
+    /// A clip playing while it is synthesized: its engine id, its samples, and the synthesis.
+    typealias Speech = (id: UInt64, stream: ClipStream, synthesis: Task<Result<SpeechPipeline.StreamReport, SpeechError>, Never>)
+
     /// Starts `parts` as a clip that plays while it is synthesized: the clip is handed to the
     /// engine at once, its samples follow as espeak makes them. `synthesisEnd` is set (and the
     /// loop poked) when the synthesis ends.
-    func startSpeech(_ parts: [Utterance], gain: Double) -> (id: UInt64, stream: ClipStream,
-                                                            synthesis: Task<Result<SpeechPipeline.StreamReport, SpeechError>, Never>) {
+    func startSpeech(_ parts: [Utterance], gain: Double) -> Speech {
         let rate = engine.config.format.rate
         let stream = ClipStream(capacity: rate * Self.maxClipSeconds)
         synthesisToken &+= 1
