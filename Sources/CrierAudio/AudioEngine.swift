@@ -443,6 +443,13 @@ public final class AudioEngine: Sendable {
             // A whole period (at least 10 ms): less made the device underrun right at the start
             // of speech on a slow CPU (seen in the VM tier).
             let safety = max(device.format.frames(ms: 10), period)
+            // While a started clip is still being synthesized, the least queued before gap
+            // silence is written rather than waiting for its samples: below the rewind's
+            // safety (which a rewind leaves queued). A self-paced PCM cannot underrun and a new
+            // clip starts with nothing queued ("now" in the stream): there the stream may lag
+            // the clock by a period before gap silence keeps it at pace.
+            let floor = device.selfPaced ? -period : safety / 2
+            let minWrite = max(1, device.format.frames(ms: 1))
             let pollFDs = device.selfPaced ? [] : device.pollDescriptors()
 
             let (lg, eng, dev) = (log, engine, config.device)
@@ -508,7 +515,20 @@ public final class AudioEngine: Sendable {
                     ahead = device.bufferFrames
                     room = try device.avail(onRecover: recovered)
                 }
-                while room >= period || (added && room > 0 && device.selfPaced) {
+                // A started clip whose synthesis is running: no further ahead than its samples
+                // while the device holds more than `floor`. Writing a buffer ahead would queue
+                // gap silence although the synthesis is only microseconds behind, and the rest
+                // of the speech would come a buffer later (docs/audio.md, "Streaming speech").
+                var limited = false
+                if let lead = mixer.streamLead(want: room) {
+                    let queued = Int(written) - Int(playedPosition())
+                    let cap = queued <= floor ? max(lead, period) : (lead >= minWrite ? lead : 0)
+                    if cap < room {
+                        room = cap
+                        limited = true
+                    }
+                }
+                while room >= period || (room > 0 && (limited || added && device.selfPaced)) {
                     let n = min(period, room)
                     let before = written
                     let r = render(into: &buf, frames: n, historyLimit: device.bufferFrames)
@@ -557,7 +577,13 @@ public final class AudioEngine: Sendable {
                 // wake pipe and takes back the queued silence, so latency does not depend on how
                 // long it sleeps; only CPU wakeups do (docs/audio.md, "Idle wakeups").
                 let idle = mixer.isIdle && pending.isEmpty
-                if device.selfPaced {
+                if limited {
+                    // Woken by the clip's next samples, or when the queue is down to `floor`.
+                    let played = playedPosition()
+                    var timeout = Double(Int(written) - Int(played) - floor) / rate
+                    if let end = pending.map(\.1).min() { timeout = min(timeout, Double(Int(end) - Int(played)) / rate) }
+                    engine.wake.wait(timeout: max(0, timeout))
+                } else if device.selfPaced {
                     let batch = idle ? Self.idleBatchPeriods : 1
                     let nextDue = t0 + Double(Int64(written) + Int64(batch * period) - Int64(ahead)) / rate
                     var timeout = nextDue - Monotonic.now()

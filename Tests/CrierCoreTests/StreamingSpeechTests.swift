@@ -185,6 +185,54 @@ struct StreamingSpeechTests {
         }
     }
 
+    /// The engine's write-ahead rule: rendering no further than `streamLead` never runs a clip
+    /// dry, whatever the chunking, and the result is the whole clip's samples.
+    @Test func renderingWithinTheStreamLeadNeverLeavesAGap() {
+        var rng = SplitMix64(seed: 16)
+        for round in 0..<20 {
+            let x = voice(Int.random(in: 2000...40000, using: &rng), seed: UInt64(100 + round))
+            var whole = Mixer(format: format)
+            whole.add(id: 1, clip: Clip(samples: x))
+            let a = renderAll(&whole, blocks: x.count / 960 + 3).samples
+            let st = ClipStream()
+            var m = Mixer(format: format)
+            #expect(m.streamLead(want: 960) == nil, "nothing playing: no limit")
+            m.add(id: 1, clip: Clip(stream: st))
+            let chunks = splits(&rng, x.count)
+            var next = 0, out: [Int16] = [], gaps = 0, steps = 0
+            while steps < 100_000 {
+                steps += 1
+                if next < chunks.count && Int.random(in: 0..<3, using: &rng) == 0 {
+                    st.append(Array(x[chunks[next]]))
+                    next += 1
+                    if next == chunks.count { st.finish() }
+                }
+                _ = m.pollStreams()
+                if m.isIdle && out.isEmpty { continue }  // not started: the engine writes idle silence
+                let lead = m.streamLead(want: 960)
+                let n = min(960, lead ?? 960)
+                if n == 0 { continue }
+                var buf = [Int16](repeating: 0, count: n)
+                let r = buf.withUnsafeMutableBufferPointer { m.render(into: $0, frames: n) }
+                gaps += r.gapFrames
+                out += buf
+                if !r.finished.isEmpty { break }
+            }
+            #expect(gaps == 0, "round \(round): \(gaps) gap frames")
+            #expect(Array(a.prefix(out.count)) == out, "round \(round)")
+            #expect(m.streamLead(want: 960) == nil, "finished: no limit")
+        }
+        // A stopped clip no longer limits the stream (its fade-out may run into silence).
+        let st = ClipStream()
+        st.append([Float](repeating: 0.5, count: 1000))
+        var m = Mixer(format: format)
+        m.add(id: 2, clip: Clip(stream: st))
+        _ = m.pollStreams()
+        #expect(m.streamLead(want: 960) == 1000 - m.fadeFrames)
+        m.stop(id: 2)
+        #expect(m.streamLead(want: 960) == nil)
+    }
+
     @Test func aStreamWaitingForItsFirstSamplesIsIdleAndStartsWhenTheyCome() {
         let st = ClipStream()
         var m = Mixer(format: format)

@@ -4,6 +4,7 @@ interrupts a long text, expiry is noticed while something plays, and the log say
 says."""
 import json
 import os
+import random
 import re
 import signal
 import socket
@@ -289,6 +290,64 @@ def test_an_order_during_a_status_prompt_starts_at_once_while_the_prompt_fades(b
     assert start is not None
     quiet = longest_quiet(x[start:last_loud(x)], 0.01)
     assert quiet < 0.3 * rate, "a silent gap of %.0f ms inside the speech" % (quiet * 1000 / rate)
+
+
+def test_an_order_begun_by_an_idle_speaker_keeps_every_rule_whatever_comes_right_behind(box):
+    """Issue 16: an order that finds the speaker loop asleep is begun in the link event's own
+    turn (`Daemon.beginIfIdle`), before the loop has woken. Whatever comes right behind it, in
+    the same write or a few ms later (its cancel, its duplicate, a more urgent order), the loop
+    must see it through as if it had begun it: one final ack per id, the log telling the same,
+    an interrupted order said again, and the speaker idle and ready for the next round."""
+    rng = random.Random(16)
+    srv = RawServer()
+    crier = run_crier(box, srv.port, "status.on_start = off\nstatus.on_link_up = off\n")
+    text = "请注意，新品上市。"
+    expect = {}
+    try:
+        c = connect(srv)
+        acks = Acks(c)
+        crier.wait_for(r"INFO audio: opened")
+        time.sleep(0.5)
+        for r in range(10):
+            oid = "I-%d" % r
+            follow = ["cancel", "dup", "urgent", "none"][r % 4] if r < 4 else rng.choice(["cancel", "dup", "urgent", "none"])
+            delay = rng.choice([0, 0, 0.002, 0.01, 0.03])
+            first = (json.dumps({"type": "order", "id": oid, "kind": "text", "text": text}) + "\n").encode()
+            rest = b""
+            if follow == "cancel":
+                rest = (json.dumps({"type": "cancel", "id": oid}) + "\n").encode()
+                expect[oid] = (["cancelled"], 1)
+            elif follow == "dup":
+                rest = first
+                expect[oid] = (["spoken"], 1)
+            elif follow == "urgent":
+                rest = (json.dumps({"type": "order", "id": oid + "U", "kind": "text", "text": "请注意", "priority": 9}) + "\n").encode()
+                expect[oid] = (["spoken"], 2)
+                expect[oid + "U"] = (["spoken"], 1)
+            else:
+                expect[oid] = (["spoken"], 1)
+            if delay == 0:
+                c.send(first + rest)
+            else:
+                c.send(first)
+                time.sleep(delay)
+                if rest:
+                    c.send(rest)
+            for i in [k for k in expect if k.startswith(oid)]:
+                acks.read_until(lambda a, i=i: a["id"] == i, timeout=20)
+            # The speaker is idle again before the next round (its next order is begun idle).
+            time.sleep(0.3)
+        acks.drain(timeout=1)
+    finally:
+        rc = crier.stop()
+    assert rc == 0
+    err = "\n".join(crier.lines())
+    for oid, (statuses, sayings) in expect.items():
+        assert acks.status(oid) == statuses, "%s: acks %r" % (oid, acks.status(oid))
+        said = len(re.findall(r"INFO alert: saying ids=%s " % re.escape(oid), err))
+        assert said == sayings, "%s: said %d times, expected %d" % (oid, said, sayings)
+    assert "ERROR" not in err and "hang" not in err
+    assert_log_matches_acks(err, acks)
 
 
 def log_time(line):

@@ -150,4 +150,15 @@ extension ClipStream {
             return false
         }
     }
+
+    /// Samples written beyond frame `from`, or nil once the writer has finished (nothing more
+    /// to wait for). When fewer than `want` are there, the next append wakes the reader.
+    public func lead(from: Int, want: Int) -> Int? {
+        state.withLock { s in
+            if s.finished { return nil }
+            let n = max(0, s.count - from)
+            if n < want { s.readerWaiting = true }
+            return n
+        }
+    }
 }

@@ -72,6 +72,21 @@ public struct Mixer: Sendable {
         return any
     }
 
+    /// Frames that can be rendered before a started streamed clip whose synthesis is still
+    /// running would run out of samples (where its gap fade-out begins), the least over such
+    /// clips; nil when none limits the stream. The engine writes no further ahead than this
+    /// while its device is safely fed: gap silence written ahead would be heard, with the rest
+    /// of the speech a buffer later, although the synthesis was only microseconds behind.
+    /// Asking arms the clips' wakers when they have less than `want` frames in hand.
+    public func streamLead(want: Int) -> Int? {
+        var lead: Int?
+        for v in voices where v.ready && v.stopAt == nil {
+            guard let st = v.clip.stream, let n = st.lead(from: v.position, want: want + fadeFrames) else { continue }
+            lead = min(lead ?? .max, max(0, n - fadeFrames))
+        }
+        return lead
+    }
+
     /// Fades the voice out from its current position; it finishes (and is reported) after the fade.
     public mutating func stop(id: UInt64) {
         for i in voices.indices where voices[i].id == id && voices[i].stopAt == nil {
