@@ -430,6 +430,7 @@ class Bench:
                     f.write("\n".join(lines) + "\n")
                 gaps = sum(1 for l in lines if "speech synthesis is behind playback" in l)
                 self.log("latency crier: %d clips ran dry after they started (crier.log in %s)" % (gaps, d))
+                self.latency_dry = gaps
             srv.close()
             if proc is not None and who != "crier":
                 proc.stop()
@@ -487,6 +488,8 @@ class Bench:
         if len(wlat) >= n * 0.9:
             r.update({"w_got": len(wlat), "w_p50": pct(wlat, 50), "w_p90": pct(wlat, 90), "w_p99": pct(wlat, 99),
                       "w_max": max(wlat)})
+        if who == "crier" and getattr(self, "latency_dry", None) is not None:
+            r["dry"] = self.latency_dry
         self.results["latency_" + who] = r
         self.log("latency %s: p50 %.1f p90 %.1f p99 %.1f max %.1f ms (%d/%d detected), load %s" % (
             who, r["p50"], r["p90"], r["p99"], r["max"], r["got"], n, r["load"]))
@@ -676,18 +679,24 @@ class Bench:
                            capture_output=True, text=True, timeout=1200)
         m = re.search(r"run dir (\S+)", r.stdout + r.stderr)
         got = {}
+        dry = None
         path = os.path.join(m.group(1), "results", "bench.txt") if m else ""
         if path and os.path.exists(path):
             for line in open(path):
                 f = line.split()
                 if len(f) == 4 and f[0] == "firstsound":
                     got.setdefault(f[1], {}).setdefault(f[2], []).append(float(f[3]))
+                elif len(f) == 4 and f[0] == "dry":
+                    dry = {"dry": int(f[2]), "underruns": int(f[3])}
         if r.returncode != 0 or "crier" not in got or "peer" not in got:
             raise Broken("VM first-sound run failed (exit %s):\n  %s" % (r.returncode, "\n  ".join((r.stdout + r.stderr).splitlines()[-25:])))
         res = {who: {lab: {"p50": pct(v, 50), "max": max(v), "n": len(v), "all": v} for lab, v in d.items()} for who, d in got.items()}
         res["run_dir"] = m.group(1)
         res["load"] = "%.2f→%.2f" % (l0, os.getloadavg()[0])
         self.results["vm_firstsound"] = res
+        if dry is not None:
+            res["crier_dry"] = dry
+            self.log("VM first sound: crier logged %d clips that ran dry and %d underrun lines" % (dry["dry"], dry["underruns"]))
         for lab in ("one", "ten", "long"):
             c, q = res["crier"].get(lab), res["peer"].get(lab)
             if c and q:
@@ -998,6 +1007,9 @@ def render(b, info, load_start, load_end, elapsed):
             row("VM (hw:Loopback, TCG): order → first sound in the capture, %s, p50 (%d orders)" % (names[lab], c["n"]),
                 "%.0f ms" % c["p50"], "%.0f ms (%.1f×)" % (q["p50"], ratio), "the ratio (TCG times the emulator)", "",
                 vf["load"] if lab == "one" else "")
+        if vf.get("crier_dry"):
+            row("VM (hw:Loopback, TCG): Crier's streamed clips that ran dry / underrun log lines, whole run",
+                "%d / %d" % (vf["crier_dry"]["dry"], vf["crier_dry"]["underruns"]), "", "", "", "")
     lc, lp = R.get("latency_crier"), R.get("latency_peer")
     if lc and lp:
         n = lc["n"]
@@ -1018,6 +1030,9 @@ def render(b, info, load_start, load_end, elapsed):
                     lc["load"] + " / " + lp["load"] if k == "p50" and not pre else "")
         row("order sent → ack received, p50 (reference only: the peer's aplay is not paced)",
             "%.0f ms" % lc["ack_p50"], "%.0f ms" % lp["ack_p50"], "", "")
+        if "dry" in lc:
+            row("streamed clips that ran dry after they started (`speech synthesis is behind playback`), of %d" % n,
+                "%d" % lc["dry"], "", "", "")
     ic = R.get("idle_crier")
     if ic:
         row("idle keep-alive CPU, null PCM (self-paced), %.0f s" % ic["seconds"], "%.2f %% of one core" % ic["cpu_pct"],
