@@ -447,8 +447,12 @@ public final class AudioEngine: Sendable {
             // silence is written rather than waiting for its samples: below the rewind's
             // safety (which a rewind leaves queued). A self-paced PCM cannot underrun and a new
             // clip starts with nothing queued ("now" in the stream): there the stream may lag
-            // the clock by a period before gap silence keeps it at pace.
-            let floor = device.selfPaced ? -period : safety / 2
+            // the clock by a period before gap silence keeps it at pace. A machine that underruns
+            // with that little queued (a slow or emulated CPU) gets the idle margin instead, for as
+            // long as the device stays open: a little gap silence ahead rather than underruns.
+            var floor = device.selfPaced ? -period : safety / 2
+            let deepFloor = Self.idleKeep(buffer: device.bufferFrames, period: period)
+            var streaming = false
             let minWrite = max(1, device.format.frames(ms: 1))
             let pollFDs = device.selfPaced ? [] : device.pollDescriptors()
 
@@ -456,6 +460,11 @@ public final class AudioEngine: Sendable {
             func recovered(_ e: AudioError) {
                 lg.warning("\(e.operation == "underrun" ? "underrun" : "suspended"), recovered", ["device": dev])
                 eng.statsBox.withLock { $0.recoveries += 1 }
+                if streaming && floor < deepFloor {
+                    floor = deepFloor
+                    lg.warning("underrun while speech was streaming in; keeping \(deepFloor * 1000 / Int(rate)) ms queued from now on (slow CPU?)",
+                               ["device": dev])
+                }
             }
 
             func playedPosition() -> UInt64 {
@@ -519,8 +528,13 @@ public final class AudioEngine: Sendable {
                 // while the device holds more than `floor`. Writing a buffer ahead would queue
                 // gap silence although the synthesis is only microseconds behind, and the rest
                 // of the speech would come a buffer later (docs/audio.md, "Streaming speech").
+                // Only while the device plays: one waiting for its start threshold (after an open
+                // or an underrun) must be filled to it, or it would never start.
                 var limited = false
-                if let lead = mixer.streamLead(want: room) {
+                let running = device.isRunning
+                let lead = mixer.streamLead(want: room)
+                streaming = lead != nil
+                if running, let lead {
                     let queued = Int(written) - Int(playedPosition())
                     let cap = queued <= floor ? max(lead, period) : (lead >= minWrite ? lead : 0)
                     if cap < room {
@@ -528,7 +542,10 @@ public final class AudioEngine: Sendable {
                         limited = true
                     }
                 }
-                while room >= period || (room > 0 && (limited || added && device.selfPaced)) {
+                // Whole periods, except a limited write, the self-paced catch-up, and the rest up
+                // to a stopped device's start threshold (a partial period written before an
+                // underrun leaves it a partial period short).
+                while room >= period || (room > 0 && (limited || !running || added && device.selfPaced)) {
                     let n = min(period, room)
                     let before = written
                     let r = render(into: &buf, frames: n, historyLimit: device.bufferFrames)

@@ -170,6 +170,10 @@ final class PCMDevice {
 
     func rewindable() -> Int { max(0, Int(snd_pcm_rewindable(handle))) }
 
+    /// The device is playing what is queued (not waiting for its start threshold after an open
+    /// or an underrun's recovery). Self-paced devices always are.
+    var isRunning: Bool { selfPaced || snd_pcm_state(handle) == SND_PCM_STATE_RUNNING }
+
     var stateName: String { String(cString: snd_pcm_state_name(snd_pcm_state(handle))) }
 
     /// Poll descriptors that signal "room for a period".
