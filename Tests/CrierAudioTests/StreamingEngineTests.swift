@@ -58,9 +58,8 @@ import Testing
             var rng = SplitMix64(seed: seed)
             var i = 0
             while i < x.count {
-                // The first chunk is what espeak's first callback brings (its buffer is 200 ms;
-                // 100 ms here): the engine writes a buffer ahead at once. The rest in random
-                // sizes, a little apart.
+                // A large first chunk (100 ms), then random sizes a little apart: the samples
+                // must be the same however they were split (small chunks: the test below).
                 let n = min(x.count - i, i == 0 ? rate / 10 : Int.random(in: 1...4000, using: &rng))
                 st.append(Array(x[i..<(i + n)]))
                 i += n
