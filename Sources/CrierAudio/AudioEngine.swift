@@ -449,7 +449,7 @@ public final class AudioEngine: Sendable {
             // clip starts with nothing queued ("now" in the stream): there the stream may lag
             // the clock by a period before gap silence keeps it at pace. A machine that underruns
             // with that little queued (a slow or emulated CPU) gets the idle margin instead, for as
-            // long as the device stays open: a little gap silence ahead rather than underruns.
+            // long as the device stays open: gap silence ahead (up to that margin) rather than underruns.
             var floor = device.selfPaced ? -period : safety / 2
             let deepFloor = Self.idleKeep(buffer: device.bufferFrames, period: period)
             var streaming = false

@@ -394,6 +394,7 @@ class Bench:
         self.children.append(det)
         srv = OrderServer()
         proc = None
+        dry = None  # crier only: streamed clips that ran dry, counted from its log
         l0 = os.getloadavg()[0]
         try:
             if who == "crier":
@@ -430,7 +431,7 @@ class Bench:
                     f.write("\n".join(lines) + "\n")
                 gaps = sum(1 for l in lines if "speech synthesis is behind playback" in l)
                 self.log("latency crier: %d clips ran dry after they started (crier.log in %s)" % (gaps, d))
-                self.latency_dry = gaps
+                dry = gaps
             srv.close()
             if proc is not None and who != "crier":
                 proc.stop()
@@ -488,8 +489,8 @@ class Bench:
         if len(wlat) >= n * 0.9:
             r.update({"w_got": len(wlat), "w_p50": pct(wlat, 50), "w_p90": pct(wlat, 90), "w_p99": pct(wlat, 99),
                       "w_max": max(wlat)})
-        if who == "crier" and getattr(self, "latency_dry", None) is not None:
-            r["dry"] = self.latency_dry
+        if dry is not None:
+            r["dry"] = dry
         self.results["latency_" + who] = r
         self.log("latency %s: p50 %.1f p90 %.1f p99 %.1f max %.1f ms (%d/%d detected), load %s" % (
             who, r["p50"], r["p90"], r["p99"], r["max"], r["got"], n, r["load"]))
