@@ -52,7 +52,7 @@ side crier
 kill -0 "$CRIER_PID" || fail "crier died"
 crier_stop
 # Streamed clips that ran dry (synthesis behind playback) and underruns, over Crier's whole side.
-echo "dry crier $(grep -c 'speech synthesis is behind playback' "$RESULTS/crier.log" || true) $(grep -Eci 'underrun|xrun' "$RESULTS/crier.log" || true)" >> "$RESULTS/bench.txt"
+echo "dry crier $(grep -c 'speech synthesis is behind playback' "$RESULTS/crier.log" || true) $(grep -Ec '(underrun|suspended), recovered' "$RESULTS/crier.log" || true)" >> "$RESULTS/bench.txt"
 # The peer connects to the same server once Crier has gone (its orders all ended: spoken or cancelled).
 PEER_DEVICE=plughw:Loopback,0 PEER_VOICE=$VOICE PEER_RATE=$RATE PEER_PITCH=$PITCH PEER_AMPLITUDE=$AMP \
   bash "$REPO/scripts/bench/peer.sh" 10.0.2.100 7000 > "$RESULTS/peer.log" 2>&1 &
