@@ -39,6 +39,8 @@
 # Env: BOOT_TIMEOUT (s, default 900), QEMU_OVERLAYS=0 (boot the dtb without config.txt's overlays).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
+source "$(dirname "$0")/boot-guest-crash.sh"
+retry_on_guest_crash "$0" "$@"
 
 IMG="${1:-$ROOT/out/crier-arm64.img}"
 BOOT_TIMEOUT="${BOOT_TIMEOUT:-900}"
@@ -76,6 +78,7 @@ fail() {
   if [ -f "$SERIAL" ]; then echo "===== serial0 (mini UART, ttyS1) ====="; tr -d '\r' < "$SERIAL"; else echo "(no serial output)"; fi
   echo "===== end of serial log ====="
   [ -s "$WORK/qemu.out" ] && { echo "===== qemu ====="; cat "$WORK/qemu.out"; }
+  guest_crash_exit "$SERIAL"
   exit 1
 }
 
@@ -310,6 +313,7 @@ wait_for() {
   while (( $(date +%s) < deadline )); do
     if { tr -d '\r' < "$SERIAL" | grep -qE "$1"; } 2>/dev/null; then elapsed "$TBOOT"; return 0; fi
     kill -0 "$QEMU_PID" 2>/dev/null || return 1
+    ! guest_crash "$SERIAL" >/dev/null || return 1
     sleep 0.5 || true
   done
   return 1
