@@ -196,6 +196,12 @@ public final class MQTTLink: OrderLinking {
         var lastProblem: String?
         var downSince = Monotonic.now()
         var verifier = config.key.map { SignatureVerifier(key: $0, mac: Crypto.hmacSHA256) }
+        // Acks published and not PUBACKed, by mid, for the client's life: libmosquitto keeps an
+        // unacknowledged QoS 1 publish across a reconnect (same client, persistent session) and
+        // sends it again with the same mid, so its PUBACK can come in a later session. Kept per
+        // session, that PUBACK found nothing, the order stayed in the inbox while the outbox let
+        // the ack go, and the order was said again after the next restart.
+        var ackMids: [Int32: Ack] = [:]
         var tls: (TLSContext, MQTTTLSCheck)?
         var configuredV5: Bool?
         log.info("link starting", ["server": url, "device": deviceID, "orders": topics.orders, "keepalive": "\(keepalive)s"])
@@ -225,7 +231,7 @@ public final class MQTTLink: OrderLinking {
                     return idle()
                 }
             }
-            let result = end ?? session(client, server, v5: useV5, tls: tls?.1, backoff: &backoff, downSince: downSince, verifier: &verifier)
+            let result = end ?? session(client, server, v5: useV5, tls: tls?.1, backoff: &backoff, downSince: downSince, verifier: &verifier, ackMids: &ackMids)
             if stopping { break }
             let now = Monotonic.now()
             var delay = 0.0
@@ -291,8 +297,12 @@ public final class MQTTLink: OrderLinking {
         var connacked = false
         var subscribed = false
         var subscribeMid: Int32 = -1
-        /// mid of each ack publish → the ack (its PUBACK delivers it).
+        /// mid of each ack publish → the ack (its PUBACK delivers it); carried from session to
+        /// session (see `ackMids` in `run`).
         var ackMids: [Int32: Ack] = [:]
+        /// A publish of an ack failed: no more on this connection (the ack was put back and
+        /// goes out after the next connect).
+        var ackPublishFailed = false
         /// The last mid of each batch of acks, oldest first: its PUBACK is the outbox's "pong".
         var probeMids: [Int32] = []
         var statusMid: Int32 = -1
@@ -303,7 +313,8 @@ public final class MQTTLink: OrderLinking {
     }
 
     private func session(_ client: MosquittoClient, _ server: ServerAddress, v5: Bool, tls: MQTTTLSCheck?,
-                         backoff: inout ReconnectBackoff, downSince: Double, verifier: inout SignatureVerifier?) -> SessionEnd {
+                         backoff: inout ReconnectBackoff, downSince: Double, verifier: inout SignatureVerifier?,
+                         ackMids: inout [Int32: Ack]) -> SessionEnd {
         _ = tls?.take()
         _ = client.takeEvents()
         if let e = client.connect(host: server.host, port: server.port, keepalive: keepalive) {
@@ -313,6 +324,8 @@ public final class MQTTLink: OrderLinking {
         }
         let started = Monotonic.now()
         var conn = Conn()
+        conn.ackMids = ackMids
+        defer { ackMids = conn.ackMids }
         var lastMisc = started
         var end: SessionEnd?
 
@@ -430,19 +443,22 @@ public final class MQTTLink: OrderLinking {
 
     /// Publishes acks from the outbox: one batch, then its last mid is the probe.
     private func publishAcks(_ client: MosquittoClient, _ conn: inout Conn) {
-        guard conn.probeMids.count < 32 else { return }
+        guard conn.probeMids.count < 32, !conn.ackPublishFailed else { return }
         let now = Monotonic.now()
         var published: [(Int32, Ack)] = []
         var failure: MosquittoError?
         ackStore.with { o in
             var last: Int32?
-            while published.count < 64, let a = o.takeNext() {
-                switch client.publish(topic: topics.acks, payload: ProtocolCodec.encode(.ack(a)), qos: 1, retain: false) {
+            while published.count < 64, let e = o.takeNextEntry() {
+                switch client.publish(topic: topics.acks, payload: ProtocolCodec.encode(.ack(e.ack)), qos: 1, retain: false) {
                 case .success(let mid):
-                    published.append((mid, a))
+                    published.append((mid, e.ack))
                     last = mid
-                case .failure(let e):
-                    failure = e
+                case .failure(let err):
+                    failure = err
+                    // Not sent: the outbox must not count it as written (it would then only
+                    // answer a redelivery, and a broker never redelivers the box's own ack).
+                    if e.ack.status == .rejected { _ = o.add(e.ack) } else { o.unflushed(after: e.seq - 1) }
                 }
                 if failure != nil { break }
             }
@@ -450,7 +466,10 @@ public final class MQTTLink: OrderLinking {
         }
         for (mid, a) in published { conn.ackMids[mid] = a }
         if let last = published.last?.0 { conn.probeMids.append(last) }
-        if let failure { log.warning("cannot publish an ack; it is sent again after the next connect", ["error": failure.description]) }
+        if let failure {
+            conn.ackPublishFailed = true
+            log.warning("cannot publish an ack; it is sent again after the next connect", ["error": failure.description])
+        }
     }
 
     /// Acts on what libmosquitto reported. Received orders are journaled (one fsync for the

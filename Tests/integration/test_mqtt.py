@@ -410,18 +410,18 @@ class Broker311:
     3.1.1 broker does (CONNACK return code 1), then serves one box: SUBACK, one QoS 1 order,
     PUBACKs for whatever the box publishes, PINGRESP."""
 
-    def __init__(self, order_payload):
+    def __init__(self, order_payload, *more_orders):
         import threading
         self.srv = socket.socket()
         self.srv.bind(("127.0.0.1", 0))
         self.srv.listen(4)
         self.port = self.srv.getsockname()[1]
-        self.order = order_payload
+        self.orders = [order_payload, *more_orders]  # one per session, at its SUBSCRIBE
         self.levels, self.published = [], []
         self.stop = False
-        self.sent = False
         self.on_puback = None
         self.ack_pubacks = True  # False: the box's acks are never PUBACKed (a broker dying)
+        self.drop_at_first_ack = False  # True: the first ack is not PUBACKed, the connection closed
         threading.Thread(target=self.serve, daemon=True).start()
 
     @staticmethod
@@ -464,10 +464,9 @@ class Broker311:
                     kind, body = self.read_packet(c)
                     if kind & 0xF0 == 0x80:  # SUBSCRIBE
                         c.sendall(b"\x90\x03" + body[:2] + b"\x01")
-                        if not self.sent:  # once: after our PUBACK a broker never redelivers
-                            self.sent = True
+                        if self.orders:  # each once: after our PUBACK a broker never redelivers
                             topic = b"crier/box1/orders"
-                            var = len(topic).to_bytes(2, "big") + topic + b"\x00\x01" + self.order.encode()
+                            var = len(topic).to_bytes(2, "big") + topic + b"\x00\x01" + self.orders.pop(0).encode()
                             c.sendall(bytes([0x32, len(var)]) + var)
                     elif kind == 0x40 and self.on_puback:  # the box's PUBACK for the order
                         self.on_puback()
@@ -476,6 +475,9 @@ class Broker311:
                         topic = body[2:2 + tl].decode()
                         pid = body[2 + tl:4 + tl]
                         self.published.append((topic, body[4 + tl:].decode()))
+                        if self.drop_at_first_ack and topic.endswith("/acks"):
+                            self.drop_at_first_ack = False
+                            break
                         if self.ack_pubacks or not topic.endswith("/acks"):
                             c.sendall(b"\x40\x02" + pid)
                     elif kind == 0xC0:
@@ -627,5 +629,42 @@ def test_an_ack_the_broker_never_confirmed_is_published_again_after_a_kill(box):
         acks_out = [p for p in b.published if p[0] == "crier/box1/acks"]
         assert len(acks_out) == 2 and all(a[1].startswith('{"type":"ack","id":"NA-1","status":"spoken"') for a in acks_out), b.published
         assert len([l for l in crier.lines() if "alert: spoken id=NA-1" in l]) == 0, "not said again"
+    finally:
+        b.close()
+
+
+def test_an_ack_in_flight_when_the_connection_drops_is_delivered_by_its_puback_in_the_next_session(box):
+    """The connection drops after the box published R-1's ack and before the PUBACK. libmosquitto
+    sends that publish again on the next connection, with the same mid, and its PUBACK comes
+    there. It must take R-1 out of the inbox: otherwise a later ack's PUBACK lets the outbox
+    forget R-1 while the inbox still holds it, and the next start says R-1 again."""
+    b = Broker311(order("R-1"), order("R-2"))
+    b.drop_at_first_ack = True
+    try:
+        box.write_conf("device.id = box1\nserver = mqtt://127.0.0.1:%d\nstate.path = %s\nstatus.on_start = off\n"
+                       "mqtt.protocol = 3.1.1\n" % (b.port, box.tmp / "state"))
+        crier = run_box(box)
+        try:
+            crier.wait_for(r"INFO alert: spoken id=R-1", timeout=40)
+            crier.wait_for(r"INFO alert: spoken id=R-2", timeout=40)
+            end = time.monotonic() + 10
+            while time.monotonic() < end and len([p for p in b.published if '"id":"R-2"' in p[1]]) < 1:
+                time.sleep(0.05)
+            time.sleep(0.5)  # R-2's PUBACK reaches the box
+        finally:
+            assert crier.stop() == 0
+        acks_out = [p[1] for p in b.published if p[0] == "crier/box1/acks"]
+        # R-1's ack twice (the first publish, dropped, and libmosquitto's resend), R-2's once.
+        assert [a for a in acks_out if '"id":"R-1"' in a] == ['{"type":"ack","id":"R-1","status":"spoken"}'] * 2, acks_out
+        assert [a for a in acks_out if '"id":"R-2"' in a] == ['{"type":"ack","id":"R-2","status":"spoken"}'], acks_out
+        inbox = (box.tmp / "state.inbox").read_text()
+        crier = run_box(box)
+        try:
+            crier.wait_for(r"INFO link: connected", timeout=30)
+        finally:
+            assert crier.stop() == 0
+        log = crier.lines()
+        assert not [l for l in log if "not yet answered will be handled again" in l], (inbox, log)
+        assert not [l for l in log if "alert: spoken id=R-1" in l], log
     finally:
         b.close()
