@@ -41,8 +41,8 @@ public final class InboxStore: Sendable {
                 }
                 inbox = loaded.inbox
                 rewrite = !loaded.problems.isEmpty || (!bytes.isEmpty && bytes.last != 0x0A)
-                if !inbox.pending.isEmpty {
-                    log.info("orders received before the restart and not yet answered will be handled again", ["file": path, "orders": inbox.pending.count])
+                if inbox.pendingCount > 0 {
+                    log.info("orders received before the restart and not yet answered will be handled again", ["file": path, "orders": inbox.pendingCount])
                 }
             } catch {
                 if error.code != ENOENT {
@@ -64,7 +64,7 @@ public final class InboxStore: Sendable {
         }
     }
 
-    public var pendingCount: Int { state.withLock { $0.inbox.pending.count } }
+    public var pendingCount: Int { state.withLock { $0.inbox.pendingCount } }
     /// fdatasyncs so far and the seconds they took (benchmarks).
     public var syncStats: (syncs: Int, seconds: Double) { state.withLock { ($0.syncs, $0.syncSeconds) } }
 
@@ -114,6 +114,10 @@ public final class InboxStore: Sendable {
                     Glibc.close(s.fd)
                     s.fd = -1
                 }
+                // The file lacks these records, or ends in half of them: the next change
+                // writes it whole. An append would leave them out, or glue onto the half line
+                // and make both unreadable.
+                if failure != nil { s.rewrite = true }
             }
             s.syncs += 1
             s.syncSeconds += Monotonic.now() - t0

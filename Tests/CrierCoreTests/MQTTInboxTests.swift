@@ -48,6 +48,48 @@ struct MQTTInboxTests {
         }
     }
 
+    @Test("seeded: a journal of 30 000 waiting orders and their acks reads back to the same state (linear, not quadratic)")
+    func largeBacklog() {
+        var rng = SplitMix64(seed: 16)
+        var i = OrderInbox()
+        var file: [UInt8] = []
+        var model: [String] = []
+        for n in 0..<30_000 {
+            file += i.received(.order(order("B-\(n)")))!
+            model.append("B-\(n)")
+            if n % 3 == 0 {
+                let k = Int.random(in: 0..<model.count, using: &rng)
+                file += i.delivered(Ack(id: model.remove(at: k), status: .spoken))!
+            }
+        }
+        #expect(i.pendingCount == model.count)
+        #expect(i.pending.map(\.id) == model)
+        let back = OrderInbox.decodeFile(file)
+        #expect(back.problems.isEmpty)
+        #expect(back.inbox.pending.map(\.id) == model)
+        #expect(back.inbox.pendingCount == model.count)
+        // An answer for every one of them: nothing left, and the file compacts.
+        var j = back.inbox
+        for id in model { _ = j.delivered(Ack(id: id, status: .spoken)) }
+        #expect(j.pendingCount == 0 && j.pending.isEmpty)
+        #expect(j.needsCompaction)
+    }
+
+    @Test("a line longer than any record is skipped and the records after it are kept")
+    func overlongLineSkipped() {
+        var i = OrderInbox()
+        var file: [UInt8] = []
+        file += i.received(.order(order("A")))!
+        file += Array(repeating: UInt8(ascii: "x"), count: ProtocolCodec.maxRewrittenLineBytes + 1) + [0x0A]
+        file += i.received(.order(order("B")))!
+        file += i.delivered(Ack(id: "A", status: .spoken))!
+        let back = OrderInbox.decodeFile(file)
+        #expect(back.problems.count == 1)
+        #expect(back.problems.first?.contains("longer than any record") == true)
+        #expect(back.inbox.pending.map(\.id) == ["B"])
+        #expect(back.inbox.done.map(\.id) == ["A"])
+    }
+
     @Test("a redelivery of a pending order is not journaled twice; done outcomes are bounded and remembered")
     func dedupeAndBound() {
         var i = OrderInbox(doneMax: 3)

@@ -47,6 +47,50 @@ struct InboxStoreTests {
         #expect(s3.takeReplay() == [order("a"), order("b")])
     }
 
+    @Test("records whose append failed reach the file with the next change (it is written whole)")
+    func failedAppendIsWrittenLater() throws {
+        let dir = TempDir()
+        let path = dir.file("state.inbox")
+        let s = InboxStore(path: path, log: log)
+        s.received([order("a")])
+        s.close()  // the next record opens the path again
+        // The journal's path now leads to a device where every write fails (ENOSPC), then is
+        // a plain path again: a card that was full for a moment.
+        #expect(unlink(path) == 0)
+        #expect(symlink("/dev/full", path) == 0)
+        s.received([order("b")])
+        #expect(unlink(path) == 0)
+        s.delivered([Ack(id: "a", status: .spoken)])
+        s.received([order("c")])
+        s.close()
+        let back = InboxStore(path: path, log: log)
+        #expect(back.takeReplay() == [order("b"), order("c")])
+        #expect(back.restoredDone == [Ack(id: "a", status: .spoken)])
+    }
+
+    @Test("a journal line the wire limit would refuse (an order re-encoded larger) comes back, and so does every record after it")
+    func rewrittenOrderLongerThanTheWireLimit() throws {
+        // 3000 DEL bytes: accepted raw from the wire, written back as \u007f (6 bytes each).
+        let text = String(repeating: "\u{7F}", count: 3000)
+        let wire = Array(#"{"type":"order","id":"D-1","kind":"text","text":""#.utf8) + Array(text.utf8) + Array(#""}"#.utf8)
+        #expect(wire.count < ProtocolCodec.maxLineBytes)
+        guard case .success(.order(let big)) = ProtocolCodec.decode(wire) else {
+            Issue.record("the order did not decode")
+            return
+        }
+        let dir = TempDir()
+        let path = dir.file("state.inbox")
+        do {
+            let s = InboxStore(path: path, log: log)
+            s.received([order("a"), .order(big), order("b")])
+            s.delivered([Ack(id: "a", status: .spoken)])
+        }
+        #expect(try FileIO.read(path).count > ProtocolCodec.maxLineBytes)
+        let back = InboxStore(path: path, log: log)
+        #expect(back.takeReplay() == [.order(big), order("b")])
+        #expect(back.restoredDone == [Ack(id: "a", status: .spoken)])
+    }
+
     @Test("seeded: the file stays bounded under a long stream of orders and acks")
     func bounded() throws {
         let dir = TempDir()

@@ -24,7 +24,14 @@ public struct OrderInbox: Sendable {
 
     public let doneMax: Int
     /// Received and not yet answered, oldest first.
-    public private(set) var pending: [Entry] = []
+    public var pending: [Entry] { slots.compactMap { $0 } }
+    public private(set) var pendingCount = 0
+    /// `pending` with holes where answered entries were, and where each id's entries are: a
+    /// journal of 100 000 waiting orders and their acks is read back in linear time at start
+    /// (searching an array per record was quadratic: minutes on a Pi, past systemd's start
+    /// timeout). Compacted when half of it is holes.
+    private var slots: [Entry?] = []
+    private var slotsOf: [String: [Int]] = [:]
     /// Outcomes whose ack the broker has, oldest first (at most `doneMax`).
     public private(set) var done: [Ack] = []
     private var doneIDs: [String: Int] = [:]
@@ -38,8 +45,10 @@ public struct OrderInbox: Sendable {
     /// An order (or cancel) arrived: the line to journal before its PUBACK, or nil when the
     /// same entry is already pending (a broker redelivery).
     public mutating func received(_ e: Entry) -> [UInt8]? {
-        if pending.contains(e) { return nil }
-        pending.append(e)
+        if let held = slotsOf[e.id], held.contains(where: { slots[$0] == e }) { return nil }
+        slotsOf[e.id, default: []].append(slots.count)
+        slots.append(e)
+        pendingCount += 1
         linesInFile += 1
         switch e {
         case .order(let o): return ProtocolCodec.line(.order(o))
@@ -50,9 +59,13 @@ public struct OrderInbox: Sendable {
     /// The broker took the ack for `ack.id`: its entries leave, a final outcome is remembered.
     /// The line to journal, or nil when nothing changed.
     public mutating func delivered(_ ack: Ack) -> [UInt8]? {
-        let before = pending.count
-        pending.removeAll { $0.id == ack.id }
-        var changed = pending.count != before
+        var changed = false
+        if let held = slotsOf.removeValue(forKey: ack.id) {
+            for i in held { slots[i] = nil }
+            pendingCount -= held.count
+            changed = true
+            if slots.count > 64 && 2 * pendingCount < slots.count { compactSlots() }
+        }
         if ack.status != .rejected, doneIDs[ack.id] == nil {
             remember(ack)
             changed = true
@@ -65,8 +78,19 @@ public struct OrderInbox: Sendable {
     /// The answer for an order that could not be decoded, so its id never gets two different
     /// final statuses: nil while an order or cancel with that id is pending (that one will be
     /// answered), the outcome the broker already has for it, else the rejection itself.
+    private mutating func compactSlots() {
+        var fresh: [Entry?] = []
+        fresh.reserveCapacity(pendingCount)
+        slotsOf = [:]
+        for case let e? in slots {
+            slotsOf[e.id, default: []].append(fresh.count)
+            fresh.append(e)
+        }
+        slots = fresh
+    }
+
     public func answer(rejected ack: Ack) -> Ack? {
-        if pending.contains(where: { $0.id == ack.id }) { return nil }
+        if slotsOf[ack.id] != nil { return nil }
         if doneIDs[ack.id] != nil, let d = done.last(where: { $0.id == ack.id }) {
             return Ack(id: ack.id, status: d.status, message: "already \(d.status.rawValue)")
         }
@@ -84,19 +108,19 @@ public struct OrderInbox: Sendable {
     }
 
     /// The file holds many more records than the state: rewrite it whole.
-    public var needsCompaction: Bool { linesInFile > 2 * (pending.count + done.count) + 64 }
+    public var needsCompaction: Bool { linesInFile > 2 * (pendingCount + done.count) + 64 }
 
     /// The whole file for the current state (done outcomes first, then what is pending).
     public mutating func encodeForFile() -> [UInt8] {
         var out: [UInt8] = []
         for a in done { out += ProtocolCodec.line(.ack(a)) }
-        for e in pending {
+        for case let e? in slots {
             switch e {
             case .order(let o): out += ProtocolCodec.line(.order(o))
             case .cancel(let id): out += ProtocolCodec.line(.cancel(id: id))
             }
         }
-        linesInFile = done.count + pending.count
+        linesInFile = done.count + pendingCount
         return out
     }
 
@@ -106,21 +130,24 @@ public struct OrderInbox: Sendable {
     }
 
     /// Reads a journal: records in order, bad lines reported and skipped (a torn last append
-    /// after a power cut is one of them). Never fails.
+    /// after a power cut is one of them, a line torn by a failed append another). Never fails.
+    /// A record is re-encoded from what arrived, so it can be longer than the wire's limit
+    /// (`ProtocolCodec.maxRewrittenLineBytes`); a longer line is skipped, not the rest of the file.
     public static func decodeFile(_ bytes: [UInt8], doneMax: Int = 1024) -> Loaded {
         var inbox = OrderInbox(doneMax: doneMax)
         var problems: [String] = []
-        var framer = LineFramer()
-        var bytes = bytes
-        if !bytes.isEmpty, bytes.last != 0x0A { bytes.append(0x0A) }
         var lineNo = 0
-        for item in framer.push(bytes) {
+        var start = 0
+        while start < bytes.count {
+            let end = bytes[start...].firstIndex(of: 0x0A) ?? bytes.count
+            let line = bytes[start..<end]
+            start = end + 1
             lineNo += 1
-            switch item {
-            case .tooLong(let n):
-                problems.append("line \(lineNo): \(n) bytes without a newline; the rest of the file is ignored")
-            case .line(let l):
-                switch ProtocolCodec.decode(l) {
+            if line.isEmpty || line == [0x0D] { continue }
+            if line.count > ProtocolCodec.maxRewrittenLineBytes {
+                problems.append("line \(lineNo): \(line.count) bytes, longer than any record; skipped")
+            } else {
+                switch ProtocolCodec.decodeRewritten(line) {
                 case .success(.order(let o)): _ = inbox.received(.order(o))
                 case .success(.cancel(let id)): _ = inbox.received(.cancel(id: id))
                 case .success(.ack(let a)): _ = inbox.delivered(a)

@@ -79,9 +79,18 @@ public enum ProtocolCodec {
         decodeKeepingObject(line).message
     }
 
+    /// Most bytes of a line Crier wrote itself for a message it accepted: the wire style
+    /// escapes DEL and control characters as `\u00XX`, six bytes for each byte received.
+    public static let maxRewrittenLineBytes = 6 * maxLineBytes + 1024
+
+    /// `decode` for a line Crier wrote itself (a journal record): up to `maxRewrittenLineBytes`.
+    public static func decodeRewritten(_ line: some Collection<UInt8>) -> Result<ProtocolMessage, ProtocolError> {
+        decodeKeepingObject(line, limits: JSON.Limits(maxDepth: limits.maxDepth, maxBytes: maxRewrittenLineBytes)).message
+    }
+
     /// `decode`, plus the JSON object the message was read from (when it was one): signature
     /// checks need the fields exactly as received.
-    public static func decodeKeepingObject(_ line: some Collection<UInt8>) -> (message: Result<ProtocolMessage, ProtocolError>, object: JSONObject?) {
+    public static func decodeKeepingObject(_ line: some Collection<UInt8>, limits: JSON.Limits = limits) -> (message: Result<ProtocolMessage, ProtocolError>, object: JSONObject?) {
         var bytes = Array(line)
         if bytes.last == 0x0D { bytes.removeLast() }
         let value: JSONValue
