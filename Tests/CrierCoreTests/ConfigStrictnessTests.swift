@@ -238,6 +238,8 @@ import Testing
             again.link.token = r.config.link.token
             again.link.key = r.config.link.key
             again.link.mqtt.password = r.config.link.mqtt.password
+            again.wifi.psk = r.config.wifi.psk
+            again.wifi.backupPSK = r.config.wifi.backupPSK
             #expect(again == r.config, "\(printed)")
             // Rules that consumers would otherwise enforce by clamping hold in what is printed.
             let c = r.config
