@@ -428,7 +428,7 @@ public actor Daemon {
                     self.alertLog.hub.emit(.info, self.alertLog.component, "synthesized", fields)
                 case .failure(.cancelled):
                     if speech.stream.isFull {
-                        self.alertLog.warning("speech longer than \(Self.maxClipSeconds) s; cut there", ["ids": ids])
+                        self.alertLog.warning("speech longer than \(self.config.speech.maxSeconds) s; cut there (speech.max_seconds)", ["ids": ids])
                     }
                 case .failure(let e):
                     failure = e
@@ -452,7 +452,11 @@ public actor Daemon {
             }
             return
         }
-        let ends = speech.stream.partEnds
+        var ends = speech.stream.partEnds
+        // Cut at speech.max_seconds: the part being synthesized ends where the clip does. With
+        // no end for it, playing the clip through counted it as not heard, and the alert was
+        // said again, cut again, for ever, never acked, holding up every order behind it.
+        if speech.stream.isFull, ends.count < parts.count { ends.append(speech.stream.count) }
         // Which orders' parts left the device in full. A clip that could not be cut per order
         // (one part for several orders) is heard whole or not at all.
         // Parts not synthesized yet when the clip was cut have no end: not heard.
@@ -487,8 +491,6 @@ public actor Daemon {
     var synthesisToken: UInt64 = 0
     var synthesisEnd: Result<SpeechPipeline.StreamReport, SpeechError>?
 
-    /// Most seconds one clip holds: a bound on memory whatever the text and voice settings.
-    static let maxClipSeconds = 300
 
     /// A clip playing while it is synthesized: its engine id, its samples, and the synthesis.
     typealias Speech = (id: UInt64, stream: ClipStream, synthesis: Task<Result<SpeechPipeline.StreamReport, SpeechError>, Never>)
@@ -498,7 +500,8 @@ public actor Daemon {
     /// loop poked) when the synthesis ends.
     func startSpeech(_ parts: [Utterance], gain: Double) -> Speech {
         let rate = engine.config.format.rate
-        let stream = ClipStream(capacity: rate * Self.maxClipSeconds)
+        // speech.max_seconds: a bound on memory whatever the text and voice settings.
+        let stream = ClipStream(capacity: rate * config.speech.maxSeconds)
         synthesisToken &+= 1
         synthesisEnd = nil
         let (token, p) = (synthesisToken, pipeline)

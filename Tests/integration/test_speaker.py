@@ -256,6 +256,33 @@ def test_a_more_urgent_order_interrupts_a_long_text_and_expiry_is_noticed_while_
     assert_log_matches_acks(err, acks)
 
 
+def test_speech_cut_at_max_seconds_is_said_once_and_acked_and_the_next_order_follows(box):
+    """A text longer than speech.max_seconds: said up to the cut, once, acked spoken. Before,
+    the cut part had no end, so the alert counted as unheard and was said again, cut again, for
+    ever: never acked, and every order behind it waited."""
+    srv = RawServer()
+    crier = run_crier(box, srv.port, "status.on_start = off\nstatus.on_link_up = off\nspeech.max_seconds = 5\n")
+    long_text = "请各位顾客注意，本店今日推出新品，欢迎品尝。" * 12
+    try:
+        c = connect(srv)
+        acks = Acks(c)
+        crier.wait_for(r"INFO audio: opened")
+        send_order(c, "LONG", text=long_text, priority=0)
+        send_order(c, "NEXT", text="请注意", priority=0)
+        crier.wait_for(r"WARN alert: speech longer than 5 s; cut there \(speech.max_seconds\) ids=LONG", timeout=30)
+        acks.read_until(lambda a: a["id"] == "NEXT", timeout=30)
+        time.sleep(0.5)
+    finally:
+        rc = crier.stop()
+    assert rc == 0
+    err = "\n".join(crier.lines())
+    assert acks.status("LONG") == ["spoken"], err
+    assert acks.status("NEXT") == ["spoken"], err
+    assert len(re.findall(r"INFO alert: saying ids=LONG ", err)) == 1, err
+    assert "not heard in full" not in err, err
+    assert_log_matches_acks(err, acks)
+
+
 def test_an_order_during_a_status_prompt_starts_at_once_while_the_prompt_fades(box):
     """Issue 16: the order does not wait for the cut prompt's queued audio to play out (before:
     `queued` → `prompt cut short` → `saying` took a buffer, ~90 ms with the default 80 ms buffer,

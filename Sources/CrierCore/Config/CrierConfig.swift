@@ -126,6 +126,8 @@ public struct SpeechConfig: Sendable, Equatable {
         .en: VoiceConfig(voice: "en-us", rate: 165, pitch: 50, volume: 100),
     ]
     public var maxChars = 500
+    /// Most seconds of speech in one alert: the rest is not said (a bound on memory too).
+    public var maxSeconds = 300
     /// Seconds one synthesis may take before it is cut off (the order is then acked rejected).
     public var deadline = 5.0
     public var dataPath = ""
@@ -358,6 +360,10 @@ extension CrierConfig {
                       doc: "Longest text spoken for one alert; longer text is cut (and the cut is logged).",
                       apply: { c, v throws(ConfigValueError) in c.speech.maxChars = try ConfigValue.int(v, 20...2000) },
                       render: { String($0.speech.maxChars) }),
+            ConfigKey("speech.max_seconds", section: "speech", default: "300",
+                      doc: "Most seconds of speech for one alert; speech past it is cut there (logged), and the orders whose words were said are acked spoken.",
+                      apply: { c, v throws(ConfigValueError) in c.speech.maxSeconds = try ConfigValue.int(v, 5...300) },
+                      render: { String($0.speech.maxSeconds) }),
             ConfigKey("speech.deadline", section: "speech", default: "5",
                       doc: "Seconds one synthesis may take; past it espeak-ng is stopped, the order acked rejected (speech_failed) and the box carries on.",
                       apply: { c, v throws(ConfigValueError) in c.speech.deadline = try ConfigValue.number(v, 0.001...60) },
