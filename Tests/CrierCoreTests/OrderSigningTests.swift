@@ -78,6 +78,9 @@ struct OrderSigningTests {
         #expect(v.remembered == 2)
         let huge = OrderSigning.sign(base, ts: Int64.min, key: key, mac: fakeMAC)
         #expect(v.check(huge, now: Int64.max)?.reason == .stale)
+        // ts - now is exactly Int64.min: no overflow in the subtraction, and abs() of it traps.
+        #expect(v.check(huge, now: 0)?.reason == .stale)
+        #expect(v.check(OrderSigning.sign(base, ts: Int64.max, key: key, mac: fakeMAC), now: -1)?.reason == .stale)
     }
 
     @Test("cancels are covered the same way")

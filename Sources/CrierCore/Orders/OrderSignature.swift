@@ -119,8 +119,10 @@ public struct SignatureVerifier: Sendable {
             return SignatureRejection(.badSignature, "signature does not match: the order was altered or signed with another key (check server.key on both ends)")
         }
         let skew = ts.subtractingReportingOverflow(now)
-        if skew.overflow || abs(skew.partialValue) > window {
-            let d = skew.overflow ? Int64.max : abs(skew.partialValue)
+        // magnitude, not abs(): a skew of exactly Int64.min does not overflow the subtraction,
+        // and abs() of it traps.
+        if skew.overflow || skew.partialValue.magnitude > window.magnitude {
+            let d = skew.overflow ? UInt64(Int64.max) : skew.partialValue.magnitude
             let dir = skew.partialValue > 0 && !skew.overflow ? "ahead of" : "behind"
             return SignatureRejection(.stale, "ts \(ts) is \(d) s \(dir) this device's clock (allowed ±\(window) s); check both clocks (NTP: `timedatectl`)")
         }
