@@ -512,7 +512,11 @@ struct Reader {
         }
         if isLetter(j) || at(j) == "." || at(j) == "," || at(j) == ":" { return nil }
         let total = groups.reduce(0) { $0 + $1.count }
-        if total >= 7 {
+        // Two short groups without a leading zero are amounts far more often than a phone
+        // number without its area code: 满1000-200, 500-1000元, 2025-2026 (a cue word such as
+        // 电话 still makes them a phone number, rule 6).
+        let twoAmounts = groups.count == 2 && groups.allSatisfy { $0.count <= 4 && !$0.hasPrefix("0") }
+        if total >= 7 && !twoAmounts {
             emit(groups.map { Self.digitWords($0, lang: lang, phone: true) }.joined(separator: zh ? "，" : ", "))
             return j
         }
@@ -669,7 +673,7 @@ struct Reader {
     /// Words after which 2 is 两 (两个, 两杯, 两位 …; but 二号, 第二).
     static let measureWords = ["个", "位", "杯", "份", "件", "张", "瓶", "盒", "碗", "袋", "包", "只", "人", "次", "天", "周",
                                "分钟", "小时", "斤", "块", "条", "根", "本", "台", "罐", "箱", "桌", "间", "种", "样", "串", "对",
-                               "千", "万", "亿"]
+                               "千", "万", "亿", "点", "岁", "名", "倍", "双", "米"]
     /// A number followed by one of these is a quantity however long it is.
     static let units: Set<Character> = Set("元块角毛件个位人份杯张瓶盒碗袋包只次天年月日周米克斤吨度秒分万亿台单条根本罐箱桌间名岁倍")
 
