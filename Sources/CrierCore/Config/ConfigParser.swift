@@ -232,6 +232,17 @@ public struct ConfigParser: Sendable {
         if let a = c.wifi.ssid, a == c.wifi.backupSSID, let l = lineOf["wifi.backup_ssid"] {
             out.append((l, "wifi.backup_ssid", "is the same network as wifi.ssid; a backup should be another network (e.g. a phone's hotspot)", .warning))
         }
+        // A template that lost what it is for: "Order #{number}" unquoted is "Order" (a `#`
+        // after a space starts a comment), and every customer would hear no number.
+        for lang in Lang.allCases {
+            for name in [Templates.Name.newCustomer, .newCustomers, .payment, .text] {
+                let key = "template.\(lang.rawValue).\(name.rawValue)"
+                guard let l = lineOf[key], let wanted = Templates.placeholders[name]?.first else { continue }
+                if !Templates.placeholderNames(in: c.templates[lang, name]).contains(wanted) {
+                    out.append((l, key, "has no {\(wanted)}, so the \(wanted.replacingAll("_", with: " ")) is never said; if the line has a # after a space, the rest was read as a comment: put the value in quotes (\"Order #{\(wanted)}\")", .warning))
+                }
+            }
+        }
         // Two buttons on one GPIO line. Lines set in the file are served first (in file order),
         // then the defaults: a button left on a default line someone else now uses is not
         // fitted (a warning), a second button set to the same line in the file is an error.

@@ -14,11 +14,18 @@ func fuzzConfig(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     }
     let rendered = r.config.rendered().split(separator: "\n").filter { !$0.hasSuffix(" = (set)") }.joined(separator: "\n")
     let again = parser.parse(rendered, file: "rendered.conf")
-    precondition(again.diagnostics.isEmpty, "the rendered config has problems: \(again.diagnostics)")
+    // The one diagnostic a printed config may carry: a template that lost its placeholder
+    // still has lost it, and says so again, as it did for the input.
+    for d in again.diagnostics {
+        precondition(d.severity == .warning && r.diagnostics.contains { $0.key == d.key && $0.message == d.message },
+                     "the rendered config has problems: \(again.diagnostics)")
+    }
     var back = again.config
     back.link.token = r.config.link.token
     back.link.key = r.config.link.key
     back.link.mqtt.password = r.config.link.mqtt.password
+    back.wifi.psk = r.config.wifi.psk
+    back.wifi.backupPSK = r.config.wifi.backupPSK
     precondition(back == r.config, "render → parse changed the config:\n\(rendered)")
     return 0
 }
