@@ -44,6 +44,12 @@ import Testing
         #expect(a.announce(.newCustomer(number: 42), lang: .zh).utterance.text == "新客户来了，四十二号")
         #expect(a.announce(.newCustomer(number: 42), lang: .en).utterance.text == "New customer, number forty-two")
         #expect(a.announce(.payment(amount: "100.50"), lang: .zh).utterance.text == "收款一百点五元")
+        // Seven digits and more are an amount, not a code read digit by digit (IDR, VND).
+        #expect(a.announce(.payment(amount: "1500000"), lang: .en).utterance.text == "Payment received, one million five hundred thousand")
+        #expect(a.announce(.payment(amount: "1500000.50"), lang: .en).utterance.text == "Payment received, one million five hundred thousand point five")
+        #expect(a.announce(.payment(amount: "1500000"), lang: .zh).utterance.text == "收款一百五十万元")
+        #expect(a.announce(.payment(amount: "12345"), lang: .zh).utterance.text == "收款一万二千三百四十五元")
+        #expect(Announcer.grouped("1234567.05") == "1,234,567.05" && Announcer.grouped("123") == "123" && Announcer.grouped("00012") == "00012")
         #expect(a.announce(.newCustomers(numbers: [41, 42, 43]), lang: .zh).utterance.text == "新客户来了，四十一号、四十二号、四十三号")
         #expect(a.announce(.newCustomers(numbers: [41, 42, 43]), lang: .en).utterance.text == "New customers: forty-one, forty-two and forty-three")
         #expect(a.announce(.prompt(.linkDown), lang: .zh).utterance.text == "服务连接失败，请检查网络")

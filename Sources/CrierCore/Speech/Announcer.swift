@@ -43,6 +43,23 @@ public struct Announcer: Sendable {
         public var fellBackToTemplate = false
     }
 
+    /// An amount with its integer digits in groups of three (1500000 → 1,500,000), so that it
+    /// is read as a number whatever the template says around it: more than 6 bare digits with
+    /// no unit after them read as a code, digit by digit ("Payment received, one five zero
+    /// zero…" for 1500000, a normal amount in IDR or VND). Anything else (a leading zero,
+    /// not digits) is left as it is.
+    static func grouped(_ amount: String) -> String {
+        let parts = amount.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        let int = Array(parts[0].utf8)
+        guard int.count > 3, int.first != UInt8(ascii: "0"), int.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return amount }
+        var out: [UInt8] = []
+        for (k, d) in int.enumerated() {
+            if k > 0, (int.count - k) % 3 == 0 { out.append(UInt8(ascii: ",")) }
+            out.append(d)
+        }
+        return String(decoding: out, as: UTF8.self) + (parts.count > 1 ? "." + parts[1] : "")
+    }
+
     /// `overrideText` is an order's own `text`, which replaces the template, unless it has
     /// nothing to say: then a `new_customer` or `payment` order is announced with its template
     /// (the order is real, only its text is unusable) and `fellBackToTemplate` says so.
@@ -54,7 +71,7 @@ public struct Announcer: Sendable {
         case .newCustomers(let ns):
             raw = Templates.fill(templates[lang, .newCustomers], ["numbers": Self.list(ns, lang: lang)])
         case .payment(let amount):
-            raw = Templates.fill(templates[lang, .payment], ["amount": amount])
+            raw = Templates.fill(templates[lang, .payment], ["amount": Self.grouped(amount)])
         case .text(let t):
             raw = Templates.fill(templates[lang, .text], ["text": t])
         case .prompt(let name):

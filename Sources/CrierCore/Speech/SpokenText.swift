@@ -239,6 +239,12 @@ struct Reader {
         if follows(i, Self.phoneCues) && d1.count >= 3 || Self.isMobile(d1) {
             return phoneGroups(from: i)
         }
+        // English ordinals: 1st floor, May 2nd, 103rd (a suffix that does not agree, 1th, is
+        // still meant as an ordinal); 第一, 第二 in Chinese.
+        if d1.count <= 6, let n = Int(d1), let end = ordinalSuffix(j) {
+            emit(zh ? "第" + NumberWords.zh(UInt64(n)) : Self.enOrdinal(n))
+            return end
+        }
         // 7-8. quantities
         let q = quantity(i)
         if q.plainInt, d1.count >= 4, follows(i, Self.codeCues) {
@@ -680,7 +686,18 @@ struct Reader {
     static let enMonths = ["January", "February", "March", "April", "May", "June", "July", "August", "September",
                            "October", "November", "December"]
 
+    /// Where an ordinal suffix (st, nd, rd, th; any case) right at `j` ends, when it is a whole
+    /// word's end.
+    func ordinalSuffix(_ j: Int) -> Int? {
+        guard let a = at(j), let b = at(j + 1), !isLetter(j + 2) else { return nil }
+        return ["st", "nd", "rd", "th"].contains(String([a, b]).lowercased()) ? j + 2 : nil
+    }
+
     static func enOrdinal(_ n: Int) -> String {
+        if n >= 100 {
+            let r = n % 100
+            return r == 0 ? NumberWords.en(UInt64(n)) + "th" : NumberWords.en(UInt64(n - r)) + " " + enOrdinal(r)
+        }
         let special = [1: "first", 2: "second", 3: "third", 5: "fifth", 8: "eighth", 9: "ninth", 12: "twelfth"]
         if let s = special[n] { return s }
         if n > 20, n % 10 != 0 { return NumberWords.enTens[n / 10] + "-" + enOrdinal(n % 10) }
