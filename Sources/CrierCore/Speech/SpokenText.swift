@@ -476,12 +476,16 @@ struct Reader {
             end = l
         }
         if isDigit(end) || (at(end) == ":" && isDigit(end + 1)) { return nil }
+        // 24:00 is the end of a day; 24:30 is no time (a score or a ratio).
+        if hi == 24 && (mi > 0 || (sec ?? 0) > 0) { return nil }
         if zh {
             var w = (hi == 2 ? "两" : NumberWords.zh(UInt64(hi))) + "点"
-            if mi > 0 || sec != nil { w += (mi < 10 ? "零" : "") + NumberWords.zh(UInt64(mi)) + "分" }
+            // 12:05 十二点零五分, 12:00:30 十二点零分三十秒 (not 零零分).
+            if mi > 0 || sec != nil { w += (mi > 0 && mi < 10 ? "零" : "") + NumberWords.zh(UInt64(mi)) + "分" }
             if let sec { w += NumberWords.zh(UInt64(sec)) + "秒" }
             return (w, end)
         }
+        if (hi == 0 || hi == 24) && mi == 0 && sec == nil { return ("midnight", end) }
         var w = NumberWords.en(UInt64(hi))
         if mi == 0 && sec == nil {
             let rest = String(c[min(end, c.count)...].prefix(4)).lowercased().trimmingLeadingSpace
