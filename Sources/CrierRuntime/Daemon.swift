@@ -491,7 +491,6 @@ public actor Daemon {
     var synthesisToken: UInt64 = 0
     var synthesisEnd: Result<SpeechPipeline.StreamReport, SpeechError>?
 
-
     /// A clip playing while it is synthesized: its engine id, its samples, and the synthesis.
     typealias Speech = (id: UInt64, stream: ClipStream, synthesis: Task<Result<SpeechPipeline.StreamReport, SpeechError>, Never>)
 
