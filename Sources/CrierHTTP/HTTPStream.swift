@@ -7,9 +7,31 @@ public enum HTTPStream {
     public struct Options: Sendable {
         public var headers: [String] = []
         public var connectTimeout = 10
-        /// Seconds with (nearly) no bytes before the transfer counts as stalled.
+        /// Seconds with (nearly) no bytes before the transfer counts as stalled: fewer than
+        /// `minBytesPerSecond` for this long, the wait for the answer included.
         public var stallSeconds = 10
+        public var minBytesPerSecond = 1
+        /// Redirects followed (libcurl: "Maximum (N) redirects followed" past it).
+        public var maxRedirects = 5
         public init() {}
+    }
+
+    /// How `perform` ended, with libcurl's own code (CURLcode) for a caller that words it.
+    public struct Finished: Sendable {
+        public var outcome: Outcome
+        public var code: Int
+    }
+
+    /// CURLcode values a caller may tell apart (libcurl's numbers, stable across versions).
+    public enum Code {
+        public static let unsupportedProtocol = Int(CURLE_UNSUPPORTED_PROTOCOL.rawValue)
+        public static let badURL = Int(CURLE_URL_MALFORMAT.rawValue)
+        public static let timedOut = Int(CURLE_OPERATION_TIMEDOUT.rawValue)
+        public static let tooManyRedirects = Int(CURLE_TOO_MANY_REDIRECTS.rawValue)
+        public static let httpError = Int(CURLE_HTTP_RETURNED_ERROR.rawValue)
+        public static let peerVerification = Int(CURLE_PEER_FAILED_VERIFICATION.rawValue)
+        public static let caCert = Int(CURLE_SSL_CACERT_BADFILE.rawValue)
+        public static let loginDenied = Int(CURLE_LOGIN_DENIED.rawValue)
     }
 
     public enum Outcome: Sendable, Equatable {
@@ -35,7 +57,14 @@ public enum HTTPStream {
     /// `onData` returns false to stop; `keepGoing` is asked about once a second (and per block).
     public static func get(_ url: String, options: Options, onHeader: @escaping (String) -> Void,
                            onData: @escaping (UnsafeBufferPointer<UInt8>) -> Bool, keepGoing: @escaping () -> Bool) -> Outcome {
-        guard global, let c = curl_easy_init() else { return .failed("libcurl could not be initialized") }
+        perform(url, options: options, onHeader: onHeader, onData: onData, keepGoing: keepGoing).outcome
+    }
+
+    /// As `get`, with libcurl's code. Only http and https are fetched, the URL and every
+    /// redirect (a redirect to `file://` or `ftp://` fails with `Code.unsupportedProtocol`).
+    public static func perform(_ url: String, options: Options, onHeader: @escaping (String) -> Void,
+                               onData: @escaping (UnsafeBufferPointer<UInt8>) -> Bool, keepGoing: @escaping () -> Bool) -> Finished {
+        guard global, let c = curl_easy_init() else { return Finished(outcome: .failed("libcurl could not be initialized"), code: -1) }
         defer { curl_easy_cleanup(c) }
         let ctx = Context(onHeader: onHeader, onData: onData, keepGoing: keepGoing)
         let user = Unmanaged.passUnretained(ctx).toOpaque()
@@ -47,10 +76,13 @@ public enum HTTPStream {
             _ = crier_curl_set_string(c, CURLOPT_URL, url)
             _ = crier_curl_set_long(c, CURLOPT_NOSIGNAL, 1)
             _ = crier_curl_set_long(c, CURLOPT_FOLLOWLOCATION, 1)
-            _ = crier_curl_set_long(c, CURLOPT_MAXREDIRS, 5)
+            _ = crier_curl_set_long(c, CURLOPT_MAXREDIRS, options.maxRedirects)
+            // (the _STR forms exist since libcurl 7.85: Debian 12 has 7.88, Debian 13 8.14)
+            _ = crier_curl_set_string(c, CURLOPT_PROTOCOLS_STR, "http,https")
+            _ = crier_curl_set_string(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
             _ = crier_curl_set_long(c, CURLOPT_FAILONERROR, 1)
             _ = crier_curl_set_long(c, CURLOPT_CONNECTTIMEOUT, options.connectTimeout)
-            _ = crier_curl_set_long(c, CURLOPT_LOW_SPEED_LIMIT, 1)
+            _ = crier_curl_set_long(c, CURLOPT_LOW_SPEED_LIMIT, max(1, options.minBytesPerSecond))
             _ = crier_curl_set_long(c, CURLOPT_LOW_SPEED_TIME, options.stallSeconds)
             _ = crier_curl_set_long(c, CURLOPT_NOPROGRESS, 0)
             _ = crier_curl_set_string(c, CURLOPT_USERAGENT, "crier/\(CrierVersion.string)")
@@ -84,10 +116,11 @@ public enum HTTPStream {
             }
             return curl_easy_perform(c)
         }
-        if ctx.stoppedByUs { return .stopped }
-        if rc == CURLE_OK { return .ended }
+        let code = Int(rc.rawValue)
+        if ctx.stoppedByUs { return Finished(outcome: .stopped, code: code) }
+        if rc == CURLE_OK { return Finished(outcome: .ended, code: code) }
         let detail = String(decoding: errbuf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return .failed(detail.isEmpty ? String(cString: curl_easy_strerror(rc)) : detail)
+        return Finished(outcome: .failed(detail.isEmpty ? String(cString: curl_easy_strerror(rc)) : detail), code: code)
     }
 
     public static var version: String { String(cString: curl_version()) }

@@ -398,7 +398,7 @@ public final class OrderServer: Sendable {
                      + [("software", h.software), ("slot", h.slot), ("last_update", h.lastUpdate)].compactMap { k, v in v.map { (k, $0) } })
                 if let u = config.updateOffer {
                     c.queue(.update(u))
-                    emit("update offered", [("device", h.device), ("version", u.version), ("url", u.url)])
+                    emit("update offered", [("device", h.device), ("version", u.version), ("url", ShownURL.redacted(u.url))])
                 }
                 if books[h.device] == nil {
                     books[h.device] = DeviceBook(backlog)

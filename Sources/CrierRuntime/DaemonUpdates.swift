@@ -20,6 +20,11 @@ extension Daemon {
             u.bootedSlot = BootedSlot.fromCmdline(String(decoding: cmdline, as: UTF8.self))
         }
         update = u
+        // A download cut by a power cut or a kill: its file takes the space the journals need.
+        let freed = UpdateDownload.removeLeftovers(config.update)
+        if freed > 0 {
+            updateLog.info("removed a bundle download left by an earlier run (\(UpdateDownload.mib(freed)) MiB in \(config.update.dir))")
+        }
         refreshUpdateRecords(startup: true)
         if let slot = u.bootedSlot {
             updateLog.info("booted slot \(slot)", ["version": CrierVersion.string])
@@ -160,7 +165,7 @@ extension Daemon {
         func ignore(_ why: String, warn: Bool = true) {
             if lastIgnoredOffer != v + why {
                 lastIgnoredOffer = v + why
-                updateLog.hub.emit(warn ? .warning : .info, updateLog.component, "update offer ignored: \(why)", [("version", v), ("url", offer.url)])
+                updateLog.hub.emit(warn ? .warning : .info, updateLog.component, "update offer ignored: \(why)", [("version", v), ("url", ShownURL.redacted(offer.url))])
             }
         }
         guard config.update.allowRemote else {
@@ -181,7 +186,7 @@ extension Daemon {
         remoteUpdate = RemoteUpdate(offer: offer, phase: .offered)
         update = update ?? UpdateStatus()
         update?.activity = "offered version \(v); installing when nothing is said"
-        updateLog.info("update offered", ["version": v, "url": offer.url])
+        updateLog.info("update offered", ["version": v, "url": ShownURL.redacted(offer.url)])
         poke()
     }
 
@@ -195,7 +200,7 @@ extension Daemon {
             r.phase = .installing
             remoteUpdate = r
             update?.activity = "installing version \(r.offer.version)"
-            updateLog.info("installing", ["version": r.offer.version, "url": r.offer.url])
+            updateLog.info("installing", ["version": r.offer.version, "url": ShownURL.redacted(r.offer.url)])
             let rauc = Rauc(program: program), url = r.offer.url, log = updateLog, config = config.update
             do throws(SystemError) {
                 try PosixThread.detach(name: "crier-install") {
@@ -206,7 +211,7 @@ extension Daemon {
                         Task { await self.installFinished(.failure(.download(f.message))) }
                         return
                     }
-                    let result = rauc.install(prepared.path) { line in log.info("rauc: \(line)") }
+                    let result = rauc.install(prepared.path) { line in log.info("rauc: \(ShownURL.scrub(line, secretsOf: url))") }
                     UpdateDownload.discard(prepared)
                     Task { await self.installFinished(result.mapError { .rauc($0) }) }
                 }
@@ -263,8 +268,9 @@ extension Daemon {
         case .failure(let f):
             failedOffers[r.offer.version] = Self.now()
             remoteUpdate = nil
-            update?.activity = "install of version \(r.offer.version) failed: \(f)"
-            updateLog.error("install of version \(r.offer.version) failed: \(f); the running slot is unchanged")
+            let why = ShownURL.scrub(f.description, secretsOf: r.offer.url)
+            update?.activity = "install of version \(r.offer.version) failed: \(why)"
+            updateLog.error("install of version \(r.offer.version) failed: \(why); the running slot is unchanged")
         }
         poke()
     }

@@ -54,12 +54,14 @@ public enum UpdateCommand {
         case .failure(let f): return say("\(f.message); nothing was changed, the running slot stays as it is", ExitCode.failure)
         }
         defer { UpdateDownload.discard(prepared) }
-        print("crier update: installing \(prepared.path) with \(program) (RAUC checks its signature and board first)")
+        // (with update.download = off the path is the URL, handed to RAUC as given: shown redacted)
+        let secret = prepared.path
+        print("crier update: installing \(ShownURL.redacted(prepared.path)) with \(program) (RAUC checks its signature and board first)")
         let rauc = Rauc(program: program)
-        switch rauc.install(prepared.path, progress: { line in print("crier update: rauc: \(line)"); fflush(nil) }) {
+        switch rauc.install(prepared.path, progress: { line in print("crier update: rauc: \(ShownURL.scrub(line, secretsOf: secret))"); fflush(nil) }) {
         case .failure(let f):
             if case .notInstalled = f { return say(f.description, unavailable) }
-            return say("\(f.description); nothing was changed, the running slot stays as it is", ExitCode.failure)
+            return say("\(ShownURL.scrub(f.description, secretsOf: secret)); nothing was changed, the running slot stays as it is", ExitCode.failure)
         case .success:
             break
         }

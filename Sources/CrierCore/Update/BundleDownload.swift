@@ -12,6 +12,8 @@ public enum BundleDownload {
         public var rangeStart: Int64?
         public var rangeTotal: Int64?
         public var etag: String?
+        /// A redirect's target, as sent.
+        public var location: String?
 
         public init() {}
 
@@ -44,6 +46,8 @@ public enum BundleDownload {
                 rangeTotal = halves[1] == "*" ? nil : Int64(halves[1]).flatMap { $0 >= 0 ? $0 : nil }
             case "etag":
                 etag = value
+            case "location":
+                location = value
             default:
                 break
             }
@@ -84,7 +88,7 @@ public enum BundleDownload {
             return .fail("the server answered HTTP \(status)")
         }
         if let t = total {
-            if t > maxBytes { return .fail("the bundle is \(mib(t)) MiB, more than the \(mib(maxBytes)) MiB a bundle may be") }
+            if t > maxBytes { return .fail("the bundle is \(mib(t)) MiB, more than the \(mib(maxBytes)) MiB a bundle may be (update.max_download_mib)") }
             if keep && t < have { return .fail("the server's file (\(t) bytes) is shorter than the \(have) bytes already downloaded") }
         }
         return keep ? .append(total: total) : .restart(total: total)
@@ -95,7 +99,101 @@ public enum BundleDownload {
     public static func spaceProblem(need: Int64, free: Int64, reserve: Int64, dir: String) -> String? {
         guard need > 0, need > free - reserve else { return nil }
         return "not enough space in \(dir) for the bundle: \(mib(need)) MiB more are needed, \(mib(max(0, free - reserve))) MiB are free "
-            + "(\(mib(reserve)) MiB kept for crier's state); free some space on crier-data, or set update.download = off to stream it"
+            + "(\(mib(reserve)) MiB kept for crier's state, update.keep_free_mib); free some space on crier-data, or set update.download = off to stream it"
+    }
+
+    /// Keeps a download from taking the space crier's journals need (docs/updates.md,
+    /// "Downloads"): before each write, the free space the file system last reported, less what
+    /// was written since, must stay at or above `reserve` after the write (rounded up to whole
+    /// blocks, plus one block for the file's own metadata); and the file may not grow past
+    /// `maxBytes`, announced size or not. Free space is measured (statvfs, the caller's I/O) after
+    /// every MiB written, and before every write once it is within 1 MiB of the reserve.
+    public struct SpaceWatch: Sendable, Equatable {
+        public let reserve: Int64
+        public let maxBytes: Int64
+        public let dir: String
+        public static let measureEvery: Int64 = 1 << 20
+        /// Free bytes last measured, less what was written since.
+        var free: Int64?
+        var sinceMeasured: Int64 = 0
+        var blockSize: Int64 = 4096
+
+        public init(reserve: Int64, maxBytes: Int64, dir: String) {
+            self.reserve = reserve
+            self.maxBytes = maxBytes
+            self.dir = dir
+        }
+
+        /// Whether free space must be measured before `n` more bytes are written.
+        public func mustMeasure(before n: Int64) -> Bool {
+            guard let f = free else { return true }
+            return sinceMeasured + n >= Self.measureEvery || f - cost(n) < reserve + Self.measureEvery
+        }
+
+        /// Free bytes as statvfs says (`f_bavail` × `f_frsize`: what an unprivileged writer may use).
+        public mutating func measured(free: Int64, blockSize: Int64) {
+            self.free = free
+            self.blockSize = max(blockSize, 512)
+            sinceMeasured = 0
+        }
+
+        /// Nil: write the `n` bytes (the file holds `have`); otherwise why the download stops.
+        /// Call `mustMeasure` first: without a measurement nothing may be written.
+        public mutating func admit(have: Int64, _ n: Int64) -> String? {
+            if have + n > maxBytes {
+                return "the server sent more than \(mib(maxBytes)) MiB, the most a bundle may be (update.max_download_mib); stopped there"
+            }
+            guard let f = free else { return "the free space in \(dir) is unknown (statvfs failed); nothing written" }
+            if f - cost(n) < reserve {
+                return "stopped at \(mib1(have)) MiB: writing on would leave less than the \(mib(reserve)) MiB kept free in \(dir) for crier's state "
+                    + "(update.keep_free_mib; \(mib1(max(0, f))) MiB free now); the bundle does not fit: free some space on crier-data, or set update.download = off to stream it"
+            }
+            free = f - n
+            sinceMeasured += n
+            return nil
+        }
+
+        func cost(_ n: Int64) -> Int64 { (n + blockSize - 1) / blockSize * blockSize + blockSize }
+    }
+
+    /// How one connection ended, when it did not bring the whole file (the I/O adapter's reading
+    /// of libcurl's result).
+    public enum ConnectionEnd: Sendable, Equatable {
+        /// Refused, reset, timed out connecting, cut short, a name that did not resolve.
+        case network(String)
+        /// Connected, but no answer (not even a status line) for `seconds`.
+        case noAnswer(seconds: Int)
+        /// Fewer than `minRate` bytes a second, over `seconds` in a row.
+        case tooSlow(seconds: Int, minRate: Int)
+        case httpStatus(Int)
+        case tooManyRedirects(Int)
+        /// A redirect to something other than http(s) (`file://`, `ftp://`…): the scheme.
+        case redirectRefused(String)
+        /// The URL itself cannot be fetched (bad form, a TLS certificate that does not verify…).
+        case refused(String)
+    }
+
+    /// Whether another connection may help: a network that drops or stalls, a server error
+    /// (5xx). A redirect loop, a redirect off http(s), a 4xx, a bad certificate answer the same
+    /// every time: given up at once.
+    public static func retried(_ e: ConnectionEnd) -> Bool {
+        switch e {
+        case .network, .noAnswer, .tooSlow: true
+        case .httpStatus(let s): s >= 500 || s == 408 || s == 429
+        case .tooManyRedirects, .redirectRefused, .refused: false
+        }
+    }
+
+    public static func message(_ e: ConnectionEnd) -> String {
+        switch e {
+        case .network(let why): why
+        case .noAnswer(let s): "the server accepted the connection but sent no answer for \(s) s"
+        case .tooSlow(let s, let rate): "the server sent less than \(rate >= 1024 ? "\(rate / 1024) KiB" : "\(rate) bytes") a second for \(s) s (update.stall_seconds)"
+        case .httpStatus(let s): "the server answered HTTP \(s)"
+        case .tooManyRedirects(let n): "the server redirected more than \(n) times (a redirect loop?); not retried"
+        case .redirectRefused(let scheme): "the server redirected to a \(scheme):// URL; only http and https redirects are followed; not retried"
+        case .refused(let why): "\(why); not retried"
+        }
     }
 
     /// Seconds to wait before connection attempt `n` (1-based; attempt 1 waits nothing).
@@ -104,7 +202,19 @@ public enum BundleDownload {
         return delays[min(max(n - 1, 0), delays.count - 1)]
     }
 
+    /// Seconds to wait before connection `n`, `elapsed` seconds after the download began, when
+    /// all of it may take `limit` (update.download_limit_seconds); nil: the wait would end past
+    /// the limit, so give up now rather than wait for nothing.
+    public static func nextWait(attempt n: Int, elapsed: Double, limit: Double) -> Double? {
+        let d = retryDelay(attempt: n)
+        return elapsed + d < limit ? d : nil
+    }
+
+    /// Bytes a second under which a connection counts as stalled (over update.stall_seconds).
+    public static let minRate = 1024
+
     static func mib(_ b: Int64) -> String { Format.fixed(Double(b) / 1_048_576, b < 10_485_760 ? 1 : 0) }
+    static func mib1(_ b: Int64) -> String { Format.fixed(Double(b) / 1_048_576, 1) }
 }
 
 extension String {

@@ -23,10 +23,23 @@ public struct UpdateConfig: Sendable, Equatable {
     /// cannot do reliably: udev's probe of the new nbd device disconnects it (fixed in RAUC
     /// 1.15; docs/updates.md, "Downloads").
     public var download = true
+    /// MiB a download always leaves free on update.dir's file system (crier's journals, state,
+    /// RAUC's records), checked while it is written.
+    public var keepFreeMiB = 64
+    /// The most a downloaded bundle may be, announced or not (MiB). The Pi's slot is 1 GiB and
+    /// a bundle (compressed) is smaller than its slot: 172 MiB for the 488 MiB root.
+    public var maxDownloadMiB = 1024
+    /// A connection with less than 1 KiB/s (no answer at all included) for this long is dropped.
+    public var stallSeconds = 30
+    /// The whole download, every connection and wait, gives up after this long.
+    public var downloadLimitSeconds = 3600
 
     public var pendingPath: String { dir + "/update-pending" }
     /// Where a downloaded bundle is kept until RAUC has installed it (`.part` while it comes).
     public var downloadPath: String { dir + "/update-download.raucb" }
+    /// Held (flock) from the start of a download until RAUC is done with it: one download at a
+    /// time, and leftovers are removed only by whoever holds it.
+    public var downloadLockPath: String { dir + "/update-download.lock" }
     public var outcomePath: String { dir + "/update-outcome" }
 
     static let keys: [ConfigKey] = [
@@ -71,6 +84,22 @@ public struct UpdateConfig: Sendable, Equatable {
                   doc: "Download an http(s) bundle into update.dir first (resumed when the connection drops; needs the bundle's size free) and install it from there; off: RAUC streams it (needs RAUC 1.15 or newer).",
                   apply: { c, v throws(ConfigValueError) in c.update.download = try ConfigValue.bool(v) },
                   render: { $0.update.download ? "on" : "off" }),
+        ConfigKey("update.keep_free_mib", section: "updates", default: "64",
+                  doc: "MiB a download always leaves free in update.dir for crier's journals and state, checked as it is written; a bundle that does not fit stops and is removed. 1-4096.",
+                  apply: { c, v throws(ConfigValueError) in c.update.keepFreeMiB = try ConfigValue.int(v, 1...4096) },
+                  render: { String($0.update.keepFreeMiB) }),
+        ConfigKey("update.max_download_mib", section: "updates", default: "1024",
+                  doc: "The most a downloaded bundle may be, in MiB, whether the server announces its size or not. 1-16384.",
+                  apply: { c, v throws(ConfigValueError) in c.update.maxDownloadMiB = try ConfigValue.int(v, 1...16384) },
+                  render: { String($0.update.maxDownloadMiB) }),
+        ConfigKey("update.stall_seconds", section: "updates", default: "30",
+                  doc: "A download connection with no answer, or under 1 KiB/s, for this many seconds is dropped (and resumed by the next one). 1-600.",
+                  apply: { c, v throws(ConfigValueError) in c.update.stallSeconds = try ConfigValue.int(v, 1...600) },
+                  render: { String($0.update.stallSeconds) }),
+        ConfigKey("update.download_limit_seconds", section: "updates", default: "3600",
+                  doc: "A download not complete after this many seconds, all connections and waits together, is given up and removed. 5-86400.",
+                  apply: { c, v throws(ConfigValueError) in c.update.downloadLimitSeconds = try ConfigValue.int(v, 5...86400) },
+                  render: { String($0.update.downloadLimitSeconds) }),
     ]
 }
 
@@ -109,7 +138,7 @@ public enum UpdateSource: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// "ftp" for "ftp://…": letters, digits, + - . before "://".
-    static func scheme(_ l: String) -> String? {
+    public static func scheme(_ l: String) -> String? {
         let u = Array(l.utf8)
         guard u.count > 3 else { return nil }
         for i in 0..<(u.count - 2) where u[i] == UInt8(ascii: ":") && u[i + 1] == UInt8(ascii: "/") && u[i + 2] == UInt8(ascii: "/") {
