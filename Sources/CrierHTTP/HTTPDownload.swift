@@ -72,15 +72,16 @@ public enum HTTPDownload {
         }
         let deadline = t0 + options.limitSeconds
         let inTime = { Monotonic.now() < deadline }
+        var tried = 0
         func timeUp() -> String {
-            "gave up after \(Format.fixed(Monotonic.now() - t0, 0)) s (update.download_limit_seconds = \(Format.fixed(options.limitSeconds, 0)))"
+            "gave up after \(tried) connection\(tried == 1 ? "" : "s") in \(Format.fixed(Monotonic.now() - t0, 0)) s "
+                + "(update.download_limit_seconds = \(Format.fixed(options.limitSeconds, 0)))"
         }
         var lastError = ""
-        var tried = 0
         for attempt in 1...max(1, options.attempts) {
             if attempt > 1 {
                 guard let delay = BundleDownload.nextWait(attempt: attempt, elapsed: Monotonic.now() - t0, limit: options.limitSeconds) else {
-                    return fail("\(lastError); \(timeUp()) after \(tried) connection\(tried == 1 ? "" : "s"); the partial download was removed")
+                    return fail("\(lastError); \(timeUp()); the partial download was removed")
                 }
                 event(.retrying(attempt: attempt, after: lastError, delay: delay, have: file.have))
                 sleep(delay)
@@ -107,7 +108,7 @@ public enum HTTPDownload {
                 return fail("stopped")
             }
         }
-        return fail("\(lastError) (gave up after \(tried) connections in \(Format.fixed(Monotonic.now() - t0, 0)) s; the partial download was removed)")
+        return fail("\(lastError); gave up after \(tried) connections in \(Format.fixed(Monotonic.now() - t0, 0)) s; the partial download was removed")
     }
 
     enum Attempt {
