@@ -821,3 +821,54 @@ def test_credentials_in_a_bundle_url_are_never_printed(box):
             assert secret not in text, [l for l in text.splitlines() if secret in l]
     finally:
         srv.close()
+
+
+def test_an_offer_without_a_length_leaves_the_journals_their_space(box):
+    """Issue 31, 1, as the daemon sees it: crier-data is a 40 MiB tmpfs holding the state and the
+    ack outbox; an offered bundle with no length never ends. The download stops with the
+    reserve free, nothing is left, and an order after it is said and acked once."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare for a private tmpfs")
+    dl = box.tmp / "data"
+    dl.mkdir()
+    endless = EndlessServer("close")
+    srv = RawServer()
+    box.write_conf("server = tcp://127.0.0.1:%d\nlink.heartbeat = 60\ndevice.id = shop-7\nupdate.dir = %s\nupdate.rauc = %s\n"
+                   "update.allow_remote = on\nupdate.keep_free_mib = 24\nupdate.reboot_request = off\nspeech.lang = en\n"
+                   "status.on_start = off\nstatus.on_link_up = off\ninput = fifo:%s\nstate.path = %s\n" % (
+                       srv.port, dl, copying_rauc(box), box.tmp / "b.fifo", dl / "state"))
+    size = 40 << 20
+    crier = Proc(["unshare", "-m", "sh", "-c", 'mount -t tmpfs -o size=%d tmpfs "$1" && exec "$2" run --config "$3"' % size,
+                  "sh", str(dl), CRIER, box.conf], env=box.env)
+    seen = "/proc/%d/root%s" % (crier.p.pid, dl)
+    lowest = []
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            try:
+                st = os.statvfs(seen)
+            except OSError:
+                continue
+            if st.f_blocks * st.f_frsize == size:
+                free = st.f_bavail * st.f_frsize
+                lowest[:] = [min(lowest + [free])]
+    threading.Thread(target=watch, daemon=True).start()
+    try:
+        crier.wait_for(r" INFO runtime: ready")
+        conn = srv.accept()
+        conn.read_msg()
+        conn.send(b'{"type":"welcome"}\n')
+        crier.wait_for(r"INFO link: connected")
+        send(conn, {"type": "update", "url": endless.url, "version": "0.9.7"})
+        crier.wait_for(r"ERROR update: install of version 0\.9\.7 failed: download of .* failed: stopped at 1\d\.\d MiB: writing on would "
+                       r"leave less than the 24 MiB kept free .*; the partial download was removed; the running slot is unchanged", timeout=60)
+        conn.send(b'{"type":"order","id":"o-9","kind":"text","text":"Order nine"}\n')
+        acks = conn.read_until(lambda m: m.get("type") == "ack" and m.get("id") == "o-9", timeout=30)
+        assert acks[-1]["status"] == "spoken"
+        assert [f for f in os.listdir(seen) if f.startswith("update-download.raucb")] == []
+    finally:
+        done.set()
+        assert crier.stop() == 0
+        endless.close()
+    assert lowest and min(lowest) >= 24 << 20, lowest
