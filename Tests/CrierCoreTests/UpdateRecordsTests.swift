@@ -171,5 +171,8 @@ import Testing
         #expect(msg("https://") == "expected a URL without spaces, got \"https://\"")
         #expect(msg("https://a b") == "expected a URL without spaces, got \"https://a b\"")
         #expect(msg("/data/b\n.raucb").hasPrefix("the bundle name has control characters"))
+        // Refused, and still without its credentials (issue 31).
+        #expect(msg("https://u:s3cret@h/a b") == "expected a URL without spaces, got \"https://***@h/a b\"")
+        #expect(!msg("https://u:s3cret@h/b\n").contains("s3cret"))
     }
 }

@@ -119,12 +119,12 @@ public enum UpdateSource: Sendable, Equatable, CustomStringConvertible {
     public init(parsing s: String, relativeTo cwd: String) throws(Invalid) {
         guard !s.isEmpty else { throw Invalid(message: "no bundle given: expected a .raucb file or an https:// URL") }
         guard !s.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
-            throw Invalid(message: "the bundle name has control characters: \(ConfigValue.shown(String(s.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? "?" : Character($0) })))")
+            throw Invalid(message: "the bundle name has control characters: \(ConfigValue.shown(ShownURL.redacted(String(s.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7f ? "?" : Character($0) }))))")
         }
         let l = s.lowercased()
         if l.hasPrefix("https://") || l.hasPrefix("http://") {
             guard !s.contains(" "), s.count > (l.hasPrefix("https") ? 8 : 7) else {
-                throw Invalid(message: "expected a URL without spaces, got \(ConfigValue.shown(s))")
+                throw Invalid(message: "expected a URL without spaces, got \(ConfigValue.shown(ShownURL.redacted(s)))")
             }
             self = .url(s)
         } else if let scheme = Self.scheme(l) {
