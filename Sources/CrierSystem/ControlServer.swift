@@ -45,6 +45,12 @@ public enum ControlError: Error, Sendable, Equatable, CustomStringConvertible {
 ///
 /// Runs on its own threads (an accept thread and one per connection, at most
 /// `maxConnections`); the handlers are async and run on Swift's pool.
+///
+/// An idle client cannot keep `crier status` out: the request line must arrive whole within
+/// `requestDeadline` (1 s) of the connection, and when every slot is taken a new connection
+/// takes the slot of the oldest one still waiting for its request line (that one is told
+/// `error no request within …; closed to make room` and closed). Only when every slot is busy
+/// answering (a status being built, a say being queued) is the newcomer told `error busy…`.
 public final class ControlServer: Sendable {
     public static let defaultPath = "/run/crier/control.sock"
     public static let maxLine = 4096
@@ -65,22 +71,26 @@ public final class ControlServer: Sendable {
     public let maxConnections: Int
     /// Longest a handler may take before the client is told "timed out".
     public let handlerTimeout: Double
+    /// Longest a connection may take to send its whole request line.
+    public let requestDeadline: Double
     private let handlers: Handlers
     private let log: Logger
     private let listenFD: Int32
     private let stopLatch: WakePipe
     private let stopped: WakePipe
-    private let active = Mutex(0)
+    private let slots = Mutex(ControlSlots())
     private let closed = Mutex(false)
 
     /// Binds and starts answering. Refuses when another daemon already answers at `path`;
     /// removes a stale socket left by a crashed one.
     /// `group`: the group allowed to use the socket (e.g. "crier"); nil keeps the daemon's own.
     public init(path: String = ControlServer.defaultPath, mode: mode_t = 0o660, group: String? = nil,
-                maxConnections: Int = 4, handlerTimeout: Double = 10, handlers: Handlers, log: Logger) throws(ControlError) {
+                maxConnections: Int = 4, handlerTimeout: Double = 10, requestDeadline: Double = 1,
+                handlers: Handlers, log: Logger) throws(ControlError) {
         self.path = path
         self.maxConnections = maxConnections
         self.handlerTimeout = handlerTimeout
+        self.requestDeadline = requestDeadline
         self.handlers = handlers
         self.log = log
         guard let (addr, len) = Posix.unixAddress(path), !path.hasPrefix("@") else {
@@ -231,35 +241,47 @@ public final class ControlServer: Sendable {
             let c = accept(listenFD, nil, nil)
             if c < 0 { continue }
             _ = fcntl(c, F_SETFD, FD_CLOEXEC)
-            let admitted = active.withLock { n in
-                guard n < maxConnections else { return false }
-                n += 1
-                return true
+            let (admitted, evicted) = slots.withLock { $0.admit(fd: c, limit: maxConnections, now: Monotonic.now()) }
+            if let e = evicted {
+                // Its thread waits in poll(): shutting its reading side ends that at once (the
+                // answer can still be written); the thread answers, closes its descriptor and
+                // does not give back the slot it no longer has.
+                shutdown(e.fd, Int32(SHUT_RD))
+                // One reason, no per-connection fields: the log's limiter folds a flood into
+                // one line a minute with a count.
+                log.warning("control socket: all connections in use; closed the oldest one that had sent no request, to serve a new one",
+                            ["limit": maxConnections, "hint": "a local client opens connections and sends nothing"])
             }
-            guard admitted else {
+            guard let token = admitted else {
                 ControlServer.refuseBusy(c)
                 continue
             }
             do {
                 try PosixThread.detach(name: "crier-ctl-conn") { [self] in
-                    self.serve(c)
+                    self.serve(c, token: token)
+                    // The descriptor is closed only once no one can shut it down any more.
+                    self.slots.withLock { $0.release(token) }
                     Glibc.close(c)
-                    self.active.withLock { $0 -= 1 }
                 }
             } catch {
-                active.withLock { $0 -= 1 }
+                slots.withLock { $0.release(token) }
                 ControlServer.reply(c, "error \(error)\n")
                 Glibc.close(c)
             }
         }
     }
 
-    private func serve(_ fd: Int32) {
+    private func serve(_ fd: Int32, token: Int) {
         var tv = timeval(tv_sec: 2, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        guard let line = ControlServer.readLine(fd) else {
-            ControlServer.reply(fd, "error expected one request line of at most \(ControlServer.maxLine) bytes\n")
+        let line = ControlServer.readLine(fd, deadline: Monotonic.now() + requestDeadline)
+        // From here the connection is working, never evicted (unless it was, meanwhile).
+        let evicted = !slots.withLock { $0.startWork(token) }
+        guard let line, !evicted else {
+            let deadline = Format.fixed(requestDeadline, 1)
+            ControlServer.reply(fd, evicted
+                ? "error no request within \(deadline) s while every control connection was in use; closed to make room\n"
+                : "error expected one request line of at most \(ControlServer.maxLine) bytes within \(deadline) s\n")
             return
         }
         let request = ControlRequest(parsing: line)
@@ -322,13 +344,23 @@ public final class ControlServer: Sendable {
         Glibc.close(c)
     }
 
-    static func readLine(_ fd: Int32) -> String? {
+    /// The request line, read until `deadline` (monotonic seconds) at the latest: a client that
+    /// trickles a byte a second is cut off at the deadline like one that sends nothing.
+    static func readLine(_ fd: Int32, deadline: Double) -> String? {
         var data: [UInt8] = []
         var buf = [UInt8](repeating: 0, count: 1024)
         while data.count <= maxLine {
-            let n = recv(fd, &buf, buf.count, 0)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { break }  // EOF, timeout or error: take what came
+            // Out of time without a whole line: no request (a partial one is not guessed at).
+            let left = deadline - Monotonic.now()
+            if left <= 0 { return nil }
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let r = poll(&pfd, 1, Int32(max(1, (left * 1000).rounded(.up))))
+            if r < 0 && errno == EINTR { continue }
+            if r == 0 { return nil }
+            if r < 0 { break }
+            let n = recv(fd, &buf, buf.count, Int32(MSG_DONTWAIT))
+            if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+            if n <= 0 { break }  // EOF (or shut down to make room) or error: take what came
             data += buf[0..<n]
             if let nl = data.firstIndex(of: 10) {
                 data = Array(data[..<nl])
@@ -350,6 +382,48 @@ public final class ControlServer: Sendable {
             }
         }
     }
+}
+
+/// Who holds the control connections' slots: each admitted connection has a token; one still
+/// waiting for its request line is idle and may be evicted (oldest first) to let a new
+/// connection in; one that has its request is working and keeps its slot until it answers.
+struct ControlSlots {
+    struct Entry {
+        var fd: Int32
+        var since: Double
+        var working = false
+        var evicted = false
+    }
+    private var entries: [Int: Entry] = [:]
+    private var next = 0
+
+    /// Slots in use (an evicted connection's slot already belongs to its successor).
+    var inUse: Int { entries.values.filter { !$0.evicted }.count }
+
+    /// A token for the new connection, or nil (every slot is working: answer busy); and the
+    /// idle connection whose slot it took, if any (shut it down).
+    mutating func admit(fd: Int32, limit: Int, now: Double) -> (token: Int?, evicted: Entry?) {
+        var evicted: Entry?
+        if inUse >= limit {
+            guard let oldest = entries.filter({ !$0.value.working && !$0.value.evicted }).min(by: { $0.value.since < $1.value.since }) else {
+                return (nil, nil)
+            }
+            entries[oldest.key]!.evicted = true
+            evicted = entries[oldest.key]
+        }
+        next += 1
+        entries[next] = Entry(fd: fd, since: now)
+        return (next, evicted)
+    }
+
+    /// The request line is in: false when the connection was evicted meanwhile.
+    mutating func startWork(_ token: Int) -> Bool {
+        guard let e = entries[token], !e.evicted else { return false }
+        entries[token]!.working = true
+        return true
+    }
+
+    mutating func release(_ token: Int) { entries[token] = nil }
 }
 
 /// One parsed control request.

@@ -248,19 +248,117 @@ struct ControlPathTests {
         defer { TestFS.remove(dir) }
         let path = dir + "/control.sock"
         let hub = LogHub(clock: { WallTime(unixMillis: 0) })
-        let s = try ControlServer(path: path, maxConnections: 1, handlers: .init(status: { sampleSnapshot() }, say: { _, _ in "ok" }),
-                                  log: hub.logger("control"))
+        let gate = Said()
+        let s = try ControlServer(path: path, maxConnections: 1, handlers: .init(status: { sampleSnapshot() }, say: { _, _ in
+            // A say that is being queued holds its slot: it is working, not idle.
+            await withCheckedContinuation { c in gate.gate.withLock { $0 = c } }
+            return "ok"
+        }), log: hub.logger("control"))
         defer { s.close() }
-        // One connection that sends nothing holds the only slot (for up to 2 s).
-        guard case .success(let idle) = ControlClient.connect(path: path) else { Issue.record("connect"); return }
-        defer { close(idle) }
-        usleep(100_000)
+        let sayer = Task {
+            try await offPool { () -> Result<String, ControlError> in
+                do throws(ControlError) { return .success(try ControlClient.say(.en, "hold", path: path)) } catch { return .failure(error) }
+            }
+        }
+        while gate.gate.withLock({ $0 == nil }) { usleep(10_000) }
         for json in [false, true] {
             let r = try await offPool { () -> Result<String, ControlError> in
                 do throws(ControlError) { return .success(try ControlClient.status(json: json, path: path)) } catch { return .failure(error) }
             }
             #expect(r == .failure(.busy("busy: too many control connections; try again")))
         }
+        gate.gate.withLock { $0?.resume(); $0 = nil }
+        _ = try await sayer.value
+    }
+
+    /// Issue 31: a client that keeps control connections open and sends nothing held every
+    /// slot for 2 s each, and `crier status` answered "busy" most of the time. Now a newcomer
+    /// takes the slot of the oldest idle connection: with 12 idle connections held open (3×
+    /// the slots), and new idle ones opened between the requests, every status answers.
+    @Test func idleConnectionsNeverKeepAStatusOut() async throws {
+        let dir = TestFS.tempDir()
+        defer { TestFS.remove(dir) }
+        let path = dir + "/control.sock"
+        let hub = LogHub(clock: { WallTime(unixMillis: 0) })
+        let sink = MemoryLogSink()
+        hub.add(sink)
+        let s = try ControlServer(path: path, handlers: .init(status: { sampleSnapshot() }, say: { _, _ in "ok" }),
+                                  log: hub.logger("control"))
+        defer { s.close() }
+        var idle: [Int32] = []
+        defer { idle.forEach { close($0) } }
+        func openIdle() {
+            if case .success(let fd) = ControlClient.connect(path: path) { idle.append(fd) }
+        }
+        for _ in 0..<12 { openIdle() }
+        usleep(100_000)
+        var answers: [Result<String, ControlError>] = []
+        for i in 0..<20 {
+            openIdle()
+            openIdle()
+            let json = i % 2 == 0
+            answers.append(try await offPool { () -> Result<String, ControlError> in
+                do throws(ControlError) { return .success(try ControlClient.status(json: json, path: path)) } catch { return .failure(error) }
+            })
+        }
+        let failed = answers.filter { if case .failure = $0 { return true } else { return false } }
+        #expect(failed.isEmpty, "\(failed.count) of 20 status requests failed: \(failed.first.map { "\($0)" } ?? "")")
+        // An evicted client is told why.
+        var buf = [UInt8](repeating: 0, count: 512)
+        let n = recv(idle[0], &buf, buf.count, 0)
+        #expect(n > 0 && String(decoding: buf[0..<max(0, n)], as: UTF8.self).hasPrefix("error no request within 1.0 s while every control connection was in use"))
+        #expect(sink.lines.contains { $0.contains("closed the oldest one that had sent no request") })
+    }
+
+    /// A client that trickles its request line a byte at a time is cut off at the deadline
+    /// (1 s for the whole line), not 2 s per byte.
+    @Test func aTrickledRequestLineIsCutOffAtTheDeadline() throws {
+        let dir = TestFS.tempDir()
+        defer { TestFS.remove(dir) }
+        let path = dir + "/control.sock"
+        let hub = LogHub(clock: { WallTime(unixMillis: 0) })
+        let s = try ControlServer(path: path, requestDeadline: 0.5, handlers: .init(status: { sampleSnapshot() }, say: { _, _ in "ok" }),
+                                  log: hub.logger("control"))
+        defer { s.close() }
+        guard case .success(let fd) = ControlClient.connect(path: path) else { Issue.record("connect"); return }
+        defer { close(fd) }
+        let t0 = Monotonic.now()
+        var answer = ""
+        var buf = [UInt8](repeating: 0, count: 512)
+        for b in Array("status".utf8) {
+            _ = send(fd, [b], 1, Int32(MSG_NOSIGNAL))
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            if poll(&pfd, 1, 200) > 0 {
+                let n = recv(fd, &buf, buf.count, 0)
+                if n > 0 { answer = String(decoding: buf[0..<n], as: UTF8.self) }
+                break
+            }
+        }
+        let took = Monotonic.now() - t0
+        #expect(answer.hasPrefix("error expected one request line"), "\(answer)")
+        #expect(took < 1.0, "cut off after \(took) s")
+    }
+
+    @Test func slotsEvictTheOldestIdleAndNeverAWorkingOne() {
+        var slots = ControlSlots()
+        let a = slots.admit(fd: 10, limit: 2, now: 1).token!
+        let b = slots.admit(fd: 11, limit: 2, now: 2).token!
+        let aWorks = slots.startWork(a)
+        #expect(aWorks)
+        // Full: the idle one (b) goes, not the older working one (a).
+        let c = slots.admit(fd: 12, limit: 2, now: 3)
+        #expect(c.token != nil && c.evicted?.fd == 11)
+        let bWorks = slots.startWork(b)
+        #expect(!bWorks, "an evicted connection does not start work")
+        #expect(slots.inUse == 2)
+        let cWorks = slots.startWork(c.token!)
+        #expect(cWorks)
+        // Every slot working: the newcomer is refused.
+        let d = slots.admit(fd: 13, limit: 2, now: 4)
+        #expect(d.token == nil && d.evicted == nil)
+        slots.release(b)
+        slots.release(a)
+        #expect(slots.admit(fd: 14, limit: 2, now: 5).token != nil)
     }
 }
 
