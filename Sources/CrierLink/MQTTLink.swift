@@ -166,7 +166,8 @@ public final class MQTTLink: OrderLinking {
 
     private func run(_ server: ServerAddress) {
         tick()
-        if let p = MQTTConfig.topicProblem(deviceID, what: "device.id") ?? (deviceID.contains("/") ? "device.id \"\(deviceID)\" contains \"/\"" : nil) {
+        // The same rule check-config applies (a config that passed it never gets here).
+        if let p = MQTTConfig.deviceIDProblem(deviceID) {
             log.error("cannot use this device.id in MQTT topics; the MQTT link does not connect", ["problem": p, "hint": "set device.id in crier.conf to letters, digits, - and _"])
             return idle()
         }

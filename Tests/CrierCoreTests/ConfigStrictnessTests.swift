@@ -60,6 +60,32 @@ import Testing
         #expect(quoted.config.templates[.en, .newCustomer] == "Order #{number} is ready")
     }
 
+    /// Issue 31: check-config passed `device.id = shop/1` with an mqtt:// server and only the
+    /// running link refused it. One rule (`MQTTConfig.deviceIDProblem`) in both places.
+    @Test(arguments: ["shop/1", "a+b", "shop#1", "/lead", "site/box/"])
+    func aDeviceIDThatCannotNameMQTTTopicsIsAnErrorWithAnMQTTServer(_ id: String) {
+        let r = parse("# box\nserver = mqtt://127.0.0.1\ndevice.id = \(id)\n")
+        #expect(r.errors.map(\.line) == [3], "\(r.diagnostics)")
+        #expect(r.errors.first?.key == "device.id")
+        #expect(r.errors.first?.message.contains("the MQTT link stays off until it is fixed") == true, "\(r.errors)")
+        #expect(r.config.link.server == nil, "what check-config prints is what runs: no link")
+        #expect(MQTTConfig.deviceIDProblem(id) != nil)
+        // The order of the lines does not matter; mqtts:// the same.
+        let swapped = parse("device.id = \(id)\nserver = mqtts://broker.example\n")
+        #expect(swapped.errors.map(\.line) == [1])
+        // A v1 server has no topics: the id is only a name in the hello.
+        let v1 = parse("device.id = \(id)\nserver = tcp://127.0.0.1:7700\n")
+        #expect(v1.errors.isEmpty && v1.config.link.server != nil)
+    }
+
+    @Test func aGoodDeviceIDWithAnMQTTServerPasses() {
+        for id in ["kiosk-1", "shop_2", "店铺3", "crier"] {
+            let r = parse("server = mqtt://127.0.0.1\ndevice.id = \(id)\n")
+            #expect(r.diagnostics.isEmpty, "\(id): \(r.diagnostics)")
+            #expect(MQTTConfig.deviceIDProblem(id) == nil)
+        }
+    }
+
     @Test func twoButtonsOnOneLine() {
         let r = parse("button.mute = GPIO5\nbutton.replay = GPIO5\n")
         #expect(r.errors.map(\.line) == [2])

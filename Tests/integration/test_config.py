@@ -1,6 +1,7 @@
 import os
 import re
 import subprocess
+import time
 
 import pytest
 
@@ -135,3 +136,31 @@ def test_what_check_config_prints_is_what_the_daemon_runs(box, seed):
         assert "digest=" + printed in line, (line, r.stdout)
         errors = len([l for l in r.stderr.splitlines() if l.startswith("error: ")])
         assert "errors=%d " % errors in line
+
+
+@pytest.mark.parametrize("device_id", ["shop/1", "a+b"])
+def test_a_device_id_mqtt_cannot_use_fails_check_config_and_the_daemon_says_the_same(box, device_id):
+    """Issue 31: check-config passed `device.id = shop/1` (or `a+b`) with an mqtt:// server;
+    only the running link complained. One rule (MQTTConfig.deviceIDProblem), in both places,
+    with the same words, and what check-config prints (no server) is what the daemon runs."""
+    from test_daemon import Proc
+    # Port 9: nothing listens; a link that started anyway would log its connection attempts.
+    text = "server = mqtt://127.0.0.1:9\ndevice.id = %s\nstate.path = %s\ninput = fifo:%s\n" % (
+        device_id, box.tmp / "state", box.tmp / "buttons.fifo")
+    os.mkfifo(box.tmp / "buttons.fifo")
+    r = check(box, text)
+    assert r.returncode == 1, r.stderr
+    errors = [l for l in r.stderr.splitlines() if l.startswith("error: ")]
+    assert len(errors) == 1 and errors[0].startswith("error: crier.conf:2: device.id: "), r.stderr
+    assert "the MQTT link stays off until it is fixed" in errors[0]
+    assert "\nserver = \n" in "\n" + r.stdout or "\nserver =\n" in "\n" + r.stdout, r.stdout
+    p = Proc([CRIER, "run", "--config", box.conf], env=box.env)
+    try:
+        line = p.wait_for(r" INFO config: loaded ")[0]
+        time.sleep(1)
+    finally:
+        p.stop()
+    assert "errors=1 " in line
+    logged = [l for l in p.lines() if "ERROR config: " in l]
+    assert len(logged) == 1 and errors[0][len("error: "):] in logged[0], (logged, errors)
+    assert not [l for l in p.lines() if "INFO link: link starting" in l], "the MQTT link started anyway"

@@ -203,6 +203,12 @@ public struct ConfigParser: Sendable {
                    "\(ConfigValue.fmt(p.initialBackoff)) is above supervisor.backoff_max = \(ConfigValue.fmt(p.maxBackoff)); using \(ConfigValue.fmt(use))")
             c.supervision.policy.initialBackoff = use
         }
+        // A device.id that cannot be an MQTT topic level: the link would refuse to start, so
+        // the effective server is none (what check-config prints is what runs).
+        if let server = c.link.server, server.isMQTT, let problem = MQTTConfig.deviceIDProblem(c.deviceID) {
+            report("device.id", other: "server", "\(problem); with an MQTT server (\(server.scheme)://) device.id names the topics and may hold letters, digits, - and _ only; the MQTT link stays off until it is fixed")
+            c.link.server = nil
+        }
         // Wi-Fi without a country: the radio's channels and power are the law of the country
         // it is in, and the "world" fallback misses channels many routers use. Wi-Fi stays off
         // (the effective wifi.ssid is empty) until it is set, so check-config shows what runs.

@@ -39,6 +39,15 @@ public struct MQTTConfig: Sendable, Equatable {
         return nil
     }
 
+    /// Why `device.id` cannot name this box's MQTT topics (and be its client id), or nil: the
+    /// one rule `crier check-config` (`ConfigParser.crossCheck`) and the MQTT link both apply.
+    /// A device id is one topic level: no `/`, no wildcard, no control character, 1-200 bytes.
+    public static func deviceIDProblem(_ id: String) -> String? {
+        if let p = topicProblem(id, what: "device.id") { return p }
+        if id.contains("/") { return "device.id \(ConfigValue.shown(id)) contains \"/\", which separates MQTT topic levels" }
+        return nil
+    }
+
     static let keys: [ConfigKey] = [
         ConfigKey("mqtt.prefix", section: "mqtt", default: "crier",
                   doc: "mqtt:// only: first level of the box's topics: PREFIX/DEVICE/orders (subscribed, QoS 1), PREFIX/DEVICE/acks (published, QoS 1), PREFIX/DEVICE/status (retained presence). May contain / (site/crier), not + or #.",
