@@ -102,8 +102,10 @@ public enum WifiConfigCommand {
         for d in wifiProblems {
             FileIO.stderr("crier wifi-config: \(d.severity == .error ? "error" : "warning"): \(LogRecord.escape(d.description))\n")
         }
-        let hasErrors = wifiProblems.contains { $0.severity == .error }
         let w = loaded.config.wifi
+        let unsafe = WpaSupplicantConf.problems(w, group: group)
+        for p in unsafe { FileIO.stderr("crier wifi-config: error: \(LogRecord.escape(p))\n") }
+        let hasErrors = wifiProblems.contains { $0.severity == .error } || !unsafe.isEmpty
         guard let text = WpaSupplicantConf.render(w, group: group, source: p) else {
             if FileIO.exists(output) { unlink(output) }
             FileIO.stderr("crier wifi-config: Wi-Fi \(hasErrors ? "off because of the error(s) above" : "not configured (no wifi.ssid)") in \(LogRecord.escape(p)); no supplicant file written\n")

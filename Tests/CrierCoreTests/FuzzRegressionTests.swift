@@ -29,6 +29,20 @@ struct FuzzRegressionTests {
         #expect(ok, "\(diff)")
     }
 
+    @Test("config: values that would change a generated file's line are refused (corpus regress-generated-file-values, issue 31)")
+    func configGeneratedFileValues() throws {
+        // `open`: a password renders as (set), which the round trip cannot read back.
+        let text = "wifi.ssid = Shop\nwifi.psk = open\nwifi.country = GB\nwifi.control_dir = \"/tmp/x GROUP=0\"\n"
+            + "wifi.control_dir = /tmp/x#y\nwifi.interface = wlan0 x\nserver = mqtt://127.0.0.1\ndevice.id = shop/1\n"
+        let (ok, diff) = Self.configRoundTrips(Array(text.utf8))
+        #expect(ok, "\(diff)")
+        let r = ConfigParser().parse(text, file: "c.conf")
+        #expect(r.errors.map(\.line) == [5, 6, 8], "\(r.errors)")
+        #expect(r.diagnostics.contains { $0.line == 4 && $0.message.contains("a space") })
+        let wpa = try #require(WpaSupplicantConf.render(r.config.wifi, group: "crier"))
+        #expect(wpa.split(separator: "\n").filter { $0.hasPrefix("ctrl_interface=") } == ["ctrl_interface=DIR=/run/wpa_supplicant GROUP=crier"])
+    }
+
     @Test("config: an IPv6 server without brackets is refused, not half-read (CI fuzz find, 2026-11-30)")
     func configUnbracketedIPv6() {
         let input = Base64.decode("YXVvbnNlbmRpby5yYXRlID0gZmFzdApub25zZW5zZQphdWRpby5ydGUgPSAxCnNlcnZlciA9IGh0dHA6Ly94CnNlcnZlciA9IHRjcDovLzo6MV06NzcwMQpzcGVlY2gubWF4X2NoYXJzID0gOTk5OTkK")!

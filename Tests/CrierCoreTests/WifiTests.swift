@@ -147,6 +147,85 @@ import Testing
         #expect(value("scan_ssid", in: t) == "1")
     }
 
+    /// What wpa_supplicant's reader makes of the file: every line `key=value` (tabs before
+    /// the keys of a network block), keys from the set crier writes, each once per block, and
+    /// the ctrl_interface line exactly DIR=<dir> [GROUP=<group>].
+    func structure(_ t: String) -> (ctrl: String?, keys: [String])? {
+        let allowed: Set<String> = ["ctrl_interface", "update_config", "country", "p2p_disabled", "id_str", "ssid", "scan_ssid", "priority",
+                                    "key_mgmt", "ieee80211w", "psk", "sae_password"]
+        var ctrl: String?
+        var keys: [String] = []
+        for raw in t.split(separator: "\n", omittingEmptySubsequences: false) {
+            let line = raw.drop { $0 == "\t" }
+            if line.isEmpty || line.hasPrefix("#") || line == "network={" || line == "}" { continue }
+            guard let eq = line.firstIndex(of: "="), allowed.contains(String(line[..<eq])) else { return nil }
+            let key = String(line[..<eq])
+            if key == "ctrl_interface" { ctrl = String(line[line.index(after: eq)...]) }
+            keys.append(key)
+        }
+        return (ctrl, keys)
+    }
+
+    /// Issue 31: `wifi.control_dir = /tmp/x GROUP=0` was copied into `ctrl_interface=`, giving
+    /// the control socket to root's group. Every value that reaches the file bare is checked:
+    /// at the key (an error on its line, the default kept) and again by the renderer.
+    @Test(arguments: ["/tmp/x GROUP=0", "/tmp/x#c", "/tmp/\"x\"", "/tmp/a=b", "/tmp/x\tGROUP=0", "/tmp/ä", "/tmp/x;y", "/tmp/x\\y",
+                      "/" + String(repeating: "d", count: 80)])
+    func aControlDirThatWouldChangeItsLineIsRefused(_ dir: String) throws {
+        let r = ConfigParser().parse("wifi.ssid = Shop\nwifi.psk = 12345678\nwifi.country = GB\nwifi.control_dir = \"\(dir)\"\n", file: "crier.conf")
+        #expect(r.diagnostics.map(\.line) == [4], "\(dir): \(r.diagnostics)")
+        #expect(r.config.wifi.controlDir == "/run/wpa_supplicant")
+        let t = try #require(WpaSupplicantConf.render(r.config.wifi, group: "crier"))
+        #expect(structure(t)?.ctrl == "DIR=/run/wpa_supplicant GROUP=crier")
+        // The renderer is the last gate: a WifiConfig built by hand with the value is refused.
+        var w = try wifi(ssid: "Shop", psk: "12345678")
+        w.controlDir = dir
+        #expect(WpaSupplicantConf.render(w) == nil)
+        #expect(WpaSupplicantConf.problems(w, group: nil).first?.hasPrefix("wifi.control_dir: ") == true)
+    }
+
+    @Test func aGroupThatWouldChangeTheLineIsRefused() throws {
+        let w = try wifi(ssid: "Shop", psk: "12345678")
+        for g in ["crier", "netdev", "0", "_wifi", "shop-1"] {
+            let t = try #require(WpaSupplicantConf.render(w, group: g), "\(g)")
+            #expect(structure(t)?.ctrl == "DIR=/run/wpa_supplicant GROUP=\(g)")
+        }
+        for g in ["crier GROUP=0", "a\nb", "", "-x", "x#", "a=b", "\"q\"", String(repeating: "g", count: 33)] {
+            #expect(WpaSupplicantConf.render(w, group: g) == nil, "\(g)")
+            #expect(WpaSupplicantConf.groupProblem(g) != nil)
+        }
+    }
+
+    /// Seeded: any control_dir and group the checks let through give a file of the same shape
+    /// (the same keys, the ctrl_interface line exactly DIR=<dir> GROUP=<group>).
+    @Test func seededControlDirsAndGroupsNeverChangeTheFilesShape() throws {
+        var rng = WifiRNG(seed: 31)
+        let base = try wifi(ssid: "Shop", psk: String(repeating: "0f", count: 32))  // a raw key: no PBKDF2 per case
+        let reference = try #require(structure(WpaSupplicantConf.render(base, group: "crier")!))
+        let bad = Array(" =#\"'\\\t\n\r;:,+@é".unicodeScalars)
+        func pick(_ good: String) -> Unicode.Scalar {
+            let g = Array(good.unicodeScalars)
+            return rng.next() % 30 == 0 ? bad[Int(rng.next() % UInt64(bad.count))] : g[Int(rng.next() % UInt64(g.count))]
+        }
+        var accepted = 0
+        for _ in 0..<400 {
+            let n = Int(rng.next() % 24) + 1
+            var dir = "/"
+            for _ in 0..<n { dir.unicodeScalars.append(pick("abcXYZ019/._-")) }
+            var group = ""
+            for _ in 0..<(Int(rng.next() % 6) + 1) { group.unicodeScalars.append(pick("abcXYZ019_-")) }
+            var w = base
+            w.controlDir = dir
+            guard let t = WpaSupplicantConf.render(w, group: group) else { continue }
+            accepted += 1
+            let s = try #require(structure(t), "\(dir) \(group)")
+            #expect(s.keys == reference.keys)
+            #expect(s.ctrl == "DIR=\(dir) GROUP=\(group)")
+            #expect(!dir.contains(" ") && !group.contains(" "))
+        }
+        #expect(accepted > 100 && accepted < 400, "\(accepted) of 400 accepted")
+    }
+
     @Test func noWifiNoFile() {
         #expect(WpaSupplicantConf.render(WifiConfig()) == nil)
     }

@@ -164,3 +164,21 @@ def test_wifi_config_writes_a_private_file_and_refuses_bad_keys(box, tmp_path):
     box.write_conf("")
     r = box.run("wifi-config", "--config", box.conf, "--output", str(out))
     assert r.returncode == 0 and "not configured" in r.stderr and not out.exists()
+
+
+def test_a_control_dir_or_group_that_would_change_the_supplicants_line_is_refused(box, tmp_path):
+    """Issue 31: `wifi.control_dir = /tmp/x GROUP=0` was copied into wpa_supplicant's
+    ctrl_interface line (the control socket given to root's group). Validated like every
+    other value that reaches the generated file: check-config fails on that line, the file
+    keeps the default directory; a bad --group writes no file."""
+    out = tmp_path / "wpa.conf"
+    box.write_conf('wifi.ssid = Shop\nwifi.psk = open\nwifi.country = DE\nwifi.control_dir = "/tmp/x GROUP=0"\n')
+    c = box.run("check-config", box.conf)
+    assert c.returncode == 1 and "crier.conf:4: wifi.control_dir: expected a path of letters, digits and / . _ - only" in c.stderr, c.stderr
+    r = box.run("wifi-config", "--config", box.conf, "--output", str(out), "--group", "crier")
+    assert r.returncode == 1 and "wifi.control_dir" in r.stderr, r.stderr
+    ctrl = [l for l in out.read_text().splitlines() if l.startswith("ctrl_interface=")]
+    assert ctrl == ["ctrl_interface=DIR=/run/wpa_supplicant GROUP=crier"], ctrl
+    box.write_conf("wifi.ssid = Shop\nwifi.psk = open\nwifi.country = DE\n")
+    r = box.run("wifi-config", "--config", box.conf, "--output", str(out), "--group", "crier GROUP=0")
+    assert r.returncode == 1 and "--group: expected a group name" in r.stderr and not out.exists(), r.stderr

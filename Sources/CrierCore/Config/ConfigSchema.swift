@@ -112,6 +112,19 @@ public enum ConfigValue {
         return s
     }
 
+    /// An absolute path that goes into a generated file unquoted (wpa_supplicant's
+    /// `ctrl_interface=DIR=…`): letters, digits and `/ . _ -` only, at most `maxBytes`. A space,
+    /// `=`, `#`, a quote or a line break would let the value add to or cut the line it lands
+    /// in (`/tmp/x GROUP=0` gave the socket to root's group).
+    public static func plainPath(_ s: String, maxBytes: Int) throws(ConfigValueError) -> String {
+        let p = try absolutePath(s)
+        if let bad = p.unicodeScalars.first(where: { !($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "/._-".unicodeScalars.contains($0))) }) {
+            throw ConfigValueError("expected a path of letters, digits and / . _ - only (it is written unquoted into a generated file), got \(shown(s)) with \(bad == " " ? "a space" : "\"\(bad.escaped(asASCII: true))\"")")
+        }
+        guard p.utf8.count <= maxBytes else { throw ConfigValueError("expected a path of at most \(maxBytes) bytes, got \(p.utf8.count)") }
+        return p
+    }
+
     public static func fmt(_ d: Double) -> String {
         d == d.rounded() && abs(d) < 1e15 ? String(Int(d)) : String(d)
     }

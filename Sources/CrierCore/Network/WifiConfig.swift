@@ -21,6 +21,9 @@ public struct WifiConfig: Sendable, Equatable {
     /// Seconds the network must stay unseen before "network not found" is said.
     public var notFoundAfter = 10.0
 
+    /// DIR/INTERFACE (≤ 15) must fit a unix socket address (108 bytes).
+    public static let maxControlDirBytes = 80
+
     /// Whether crier looks after Wi-Fi at all.
     public var enabled: Bool { ssid != nil || backupSSID != nil }
 
@@ -83,8 +86,8 @@ public struct WifiConfig: Sendable, Equatable {
                       c.wifi.interface = v
                   }, render: { $0.wifi.interface }),
         ConfigKey("wifi.control_dir", section: "wifi", default: "/run/wpa_supplicant",
-                  doc: "wpa_supplicant's control socket directory (ctrl_interface); crier reads the Wi-Fi state from DIR/INTERFACE.",
-                  apply: { c, v throws(ConfigValueError) in c.wifi.controlDir = try ConfigValue.absolutePath(v) },
+                  doc: "wpa_supplicant's control socket directory (ctrl_interface); crier reads the Wi-Fi state from DIR/INTERFACE. Letters, digits and / . _ - only, at most 80 bytes.",
+                  apply: { c, v throws(ConfigValueError) in c.wifi.controlDir = try ConfigValue.plainPath(v, maxBytes: WifiConfig.maxControlDirBytes) },
                   render: { $0.wifi.controlDir }),
     ]
 }

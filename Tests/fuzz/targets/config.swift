@@ -27,5 +27,12 @@ func fuzzConfig(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     back.wifi.psk = r.config.wifi.psk
     back.wifi.backupPSK = r.config.wifi.backupPSK
     precondition(back == r.config, "render → parse changed the config:\n\(rendered)")
+    // The generated wpa_supplicant.conf: a value never adds to or cuts its line (issue 31,
+    // `wifi.control_dir = /tmp/x GROUP=0`): its ctrl_interface line is exactly DIR=<dir>.
+    if let wpa = WpaSupplicantConf.render(r.config.wifi, group: "crier") {
+        let ctrl = wpa.split(separator: "\n").filter { $0.hasPrefix("ctrl_interface=") }
+        precondition(ctrl == ["ctrl_interface=DIR=\(r.config.wifi.controlDir) GROUP=crier"] && !r.config.wifi.controlDir.contains(" "),
+                     "a value changed the supplicant's ctrl_interface line: \(ctrl)")
+    }
     return 0
 }
