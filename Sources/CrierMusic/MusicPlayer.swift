@@ -58,6 +58,12 @@ public final class MusicPlayer: Sendable {
     let progressNs = Atomic<Int64>(0)
     let info = Mutex(MusicNowPlaying())
     let started = Atomic<Bool>(false)
+    /// The music's own lines, limited per reason with the file as an item field: a folder of
+    /// short files is one `playing` reason (10 lines a minute, then a count), not one line per
+    /// file. Here, not in the thread, so `stop()` writes the pending counts even when the
+    /// thread is stuck or abandoned.
+    let logLimiter = Mutex(RateLimiter(window: 60, bursts: [.info: 10, .notice: 10, .warning: 5, .error: 5],
+                                       itemFields: RateLimiter.itemFields.union(["file"])))
 
     public init(config: MusicConfig, format: AudioFormat, log: Logger, clock: @escaping @Sendable () -> LocalClock = LocalClock.now) {
         self.config = config
@@ -93,6 +99,14 @@ public final class MusicPlayer: Sendable {
     /// block it decodes). Does not wait: a thread stuck in a decoder is simply left behind.
     public func stop() {
         stopFlag.store(true, ordering: .relaxed)
+        emit(logLimiter.withLock { $0.drain(now: Self.limiterNow) })
+    }
+
+    /// Limiter time: monotonic (only differences count; the hub stamps the wall time).
+    static var limiterNow: WallTime { WallTime(unixMillis: Int64(Monotonic.now() * 1000)) }
+
+    func emit(_ records: [LogRecord]) {
+        for r in records { log.hub.emit(r.level, r.component, r.message, r.fields) }
     }
 
     var stopping: Bool { stopFlag.load(ordering: .relaxed) }
@@ -109,8 +123,12 @@ final class Worker {
     var lastState = ""
     var lastScheduleCheck = -1.0
     var allowedCache = true
+    /// Files that stopped decoding part-way, reported once each (bounded).
     var reportedFailures: Set<String> = []
     var rng: UInt64
+    var broken = BrokenMusicFiles()
+    var pacer = MusicOpenPacer()
+    var roundBackoff = MusicRoundBackoff()
 
     init(player: MusicPlayer) {
         p = player
@@ -119,6 +137,19 @@ final class Worker {
 
     var log: Logger { p.log }
     var running: Bool { !p.stopping }
+
+    /// Logs through the music's limiter (its clock is monotonic: only differences count; the
+    /// hub stamps the wall time).
+    func say(_ level: LogLevel, _ message: String, _ fields: [(String, String)] = []) {
+        let r = LogRecord(time: MusicPlayer.limiterNow, level: level, component: log.component, message: message, fields: fields)
+        p.emit(p.logLimiter.withLock { $0.admit(r) })
+    }
+
+    /// Writes the "(repeated N times)" summaries whose minute is over (`final`: all of them).
+    func flushLog(final: Bool = false) {
+        let now = MusicPlayer.limiterNow
+        p.emit(p.logLimiter.withLock { final ? $0.drain(now: now) : $0.flush(now: now) })
+    }
 
     /// Sets the state shown in status; logs it once per change.
     func state(_ s: String, title: String? = nil, location: String? = nil, level: LogLevel = .info, _ message: String? = nil,
@@ -134,7 +165,7 @@ final class Worker {
         if let message {
             var f: [(String, String)] = []
             for (k, v) in fields { f.append((k, v.description)) }
-            log.hub.emit(level, log.component, message, f)
+            say(level, message, f)
         }
     }
 
@@ -161,9 +192,10 @@ final class Worker {
     /// Waits `seconds` in slices, staying visibly alive for the supervisor.
     func pause(_ seconds: Double) {
         let until = Monotonic.now() + seconds
+        flushLog()
         while running && Monotonic.now() < until {
             p.progress()
-            usleep(100_000)
+            usleep(UInt32(max(1_000, min(100_000, (until - Monotonic.now()) * 1e6))))
         }
         p.progress()
     }
@@ -182,6 +214,7 @@ final class Worker {
             case .stream(let url): playStream(url)
             }
         }
+        flushLog(final: true)
     }
 
     // MARK: output
@@ -261,7 +294,9 @@ final class Worker {
                 if Playlist.isMusic(name) { names.append(name) }
             }
             let dir = path.hasSuffix("/") ? path : path + "/"
-            return names.sorted().map { dir + $0 }.filter(isRegularFile)
+            // Not filtered by kind: a FIFO or directory named like music is refused when it is
+            // opened (without blocking), with one line saying what it is.
+            return names.sorted().map { dir + $0 }
         }
         if Playlist.isList(path) {
             guard let bytes = try? FileIO.read(path, limit: 4 << 20) else { return [] }
@@ -271,20 +306,14 @@ final class Worker {
                 reportedFailures.insert("urls " + path)
                 log.warning("playlist \(path) lists \(parsed.urls.count) URL(s); they are skipped (set music.source to one stream URL instead)")
             }
-            return parsed.files.filter(isRegularFile)
+            return parsed.files
         }
         // One file named as the source is opened as given.
         return [path]
     }
 
-    /// Only regular files (symlinks followed) from a directory or a list: opening a FIFO or a
-    /// device named like music would block the decoder.
-    func isRegularFile(_ path: String) -> Bool {
-        var st = stat()
-        return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG
-    }
-
     func playFiles(_ path: String) {
+        flushLog()
         let files = listFiles(path)
         guard !files.isEmpty else {
             state("no files", location: path, level: .warning,
@@ -298,23 +327,38 @@ final class Worker {
         // One round, then the directory or list is read again (files added or removed).
         for _ in 0..<files.count {
             guard running, allowed(), let f = list.next() else { return }
-            if playFile(f) { played += 1 }
+            let id = SoundFile.identity(f)
+            let signature = BrokenMusicFiles.Signature(size: id?.size ?? -1, modified: id?.modified ?? -1)
+            // Failed before and unchanged since: not opened again.
+            if broken.isKnownBroken(f, signature) { continue }
+            guard playFile(f, signature: signature) else { continue }
+            played += 1
+            // Files that play: 10 at once, then 1 a second, so a folder of 10 ms or one-frame
+            // files never spins (a file that plays a second has paid for itself). Files that
+            // fail are opened once each until they change, and do not count.
+            var wait = pacer.delay(now: Monotonic.now())
+            while wait > 0 {
+                pause(wait)
+                guard running, allowed() else { return }
+                wait = pacer.delay(now: Monotonic.now())
+            }
         }
-        if played == 0 && running {
+        let wait = roundBackoff.roundEnded(played: played > 0)
+        if wait > 0 && running {
             state("no files", location: path, level: .warning,
-                  "no music: none of the \(files.count) file(s) in \(path) could be played; checking again every 5 s")
-            pause(5)
+                  "no music: none of the \(files.count) file(s) in \(path) could be played; checking again in 5 s, then less often (up to every 60 s) until one plays")
+            pause(wait)
         }
     }
 
     /// Plays one file to its end; false when it could not be opened or gave no audio.
-    func playFile(_ path: String) -> Bool {
+    func playFile(_ path: String, signature: BrokenMusicFiles.Signature) -> Bool {
         let file: SoundFile
         do throws(SoundFile.Failure) {
             file = try SoundFile(path: path)
         } catch {
-            if reportedFailures.insert(path).inserted {
-                log.warning("skipping music file: \(error.reason)", ["file": path])
+            if broken.remember(path, signature) {
+                say(.warning, "skipping music file: \(error.reason)", [("file", path)])
             }
             return false
         }
@@ -323,6 +367,7 @@ final class Worker {
         let chunk = 4096
         var block = [Float](repeating: 0, count: chunk * file.channels)
         var total = 0
+        var decodeFailed = false
         while running {
             // A value, not a throwing closure: withUnsafeMutableBufferPointer only rethrows
             // `any Error` under Swift 6.0.
@@ -333,8 +378,15 @@ final class Worker {
             switch result {
             case .success(let k): n = k
             case .failure(let error):
-                if reportedFailures.insert(path).inserted {
-                    log.warning("music file stopped decoding; skipping the rest: \(error.reason)", ["file": path, "after_s": Format.fixed(Double(total) / Double(file.rate), 1)])
+                decodeFailed = true
+                if total == 0 {
+                    if broken.remember(path, signature) { say(.warning, "skipping music file: it does not decode: \(error.reason)", [("file", path)]) }
+                } else {
+                    if reportedFailures.count >= 4096 { reportedFailures.removeAll() }
+                    if reportedFailures.insert(path).inserted {
+                        say(.warning, "music file stopped decoding; skipping the rest: \(error.reason)",
+                            [("file", path), ("after_s", Format.fixed(Double(total) / Double(file.rate), 1))])
+                    }
                 }
                 n = 0  // ends this file
             }
@@ -342,6 +394,11 @@ final class Worker {
             total += n
             let ok = block.withUnsafeBufferPointer { emit(UnsafeBufferPointer(rebasing: $0[0..<(n * file.channels)]), frames: n, rate: file.rate, channels: file.channels) }
             if !ok { break }
+        }
+        if total > 0 {
+            broken.forget(path)
+        } else if running && !decodeFailed && broken.remember(path, signature) {
+            say(.warning, "skipping music file: it holds no audio (0 frames)", [("file", path)])
         }
         return total > 0
     }
@@ -428,7 +485,7 @@ final class Worker {
     // MARK: HTTP stream
 
     func playStream(_ url: String) {
-        var backoff = 1.0
+        var backoff = StreamBackoff()
         while running && allowed() {
             state("connecting", location: url, level: .info, "connecting to the music stream", ["url": url])
             let decoder: MP3Decoder
@@ -441,7 +498,11 @@ final class Worker {
             var demux: IcyDemux?
             var title: String?
             var name: String?
+            var contentType: String?
             var audioSince: Double?
+            // How much came, how much of it decoded, since when (the give-up rules).
+            var watch = StreamWatch(limits: p.config.streamLimits, now: Monotonic.now())
+            var giveUp: String?
             var options = HTTPStream.Options()
             options.headers = ["Icy-MetaData: 1"]
             options.stallSeconds = Int(p.config.stallSeconds.rounded())
@@ -449,42 +510,54 @@ final class Worker {
                 let l = line.lowercased()
                 if l.hasPrefix("http/") { metaint = 0; demux = nil }
                 if l.hasPrefix("icy-metaint:") { metaint = Int(String(line.dropFirst(12)).filter { $0.isNumber }) ?? 0 }
-                if l.hasPrefix("icy-name:") { name = String(line.dropFirst(9).filter { $0 != "\r" && $0 != "\n" }.drop { $0 == " " }.prefix(200)) }
+                if l.hasPrefix("icy-name:") { name = String(line.dropFirst(9).filter { !$0.isNewline }.drop { $0 == " " }.prefix(200)) }
+                if l.hasPrefix("content-type:") { contentType = String(line.dropFirst(13).filter { !$0.isNewline }.drop { $0 == " " }.prefix(80)) }
             }, onData: { bytes in
                 if demux == nil { demux = IcyDemux(metaint: metaint) }
                 var ok = true
                 let titles = demux!.feed(bytes) { audio in
+                    watch.received(audio.count)
                     decoder.decode(audio) { pcm, frames, rate, ch in
                         if ok { ok = self.emit(pcm, frames: frames, rate: rate, channels: ch) }
+                        // Stamped after the buffer took it: time spent waiting for room (the
+                        // audio thread paused) is not time without audio.
+                        if rate > 0 { watch.decoded(seconds: Double(frames) / Double(rate), now: Monotonic.now()) }
                     }
                 }
                 if let t = titles.last, t != title {
                     title = t
-                    self.log.info("stream title", ["title": t])
+                    self.say(.info, "stream title", [("title", t)])
                 }
-                if decoder.rate > 0 {
+                if decoder.rate > 0 && watch.playing {
                     if audioSince == nil { audioSince = Monotonic.now() }
                     self.state("playing", title: title ?? name, location: url, level: .info,
                                title == nil ? "stream connected" : nil, ["url": url, "rate": decoder.rate, "channels": decoder.channels])
                 }
+                if let why = StreamWatch.reason(watch.check(now: Monotonic.now()), contentType: contentType) {
+                    giveUp = why
+                    return false
+                }
                 return ok
             }, keepGoing: { [self] in
                 p.progress()
-                return running && allowed()
+                if giveUp == nil, let why = StreamWatch.reason(watch.check(now: Monotonic.now()), contentType: contentType) { giveUp = why }
+                return giveUp == nil && running && allowed()
             })
             guard running, allowed() else { return }
-            if case .stopped = outcome { continue }
-            if let s = audioSince, Monotonic.now() - s > 30 { backoff = 1 }
             let why: String
-            switch outcome {
-            case .ended: why = "the server ended the stream"
-            case .failed(let e): why = e
-            case .stopped: why = "stopped"
+            if let g = giveUp {
+                why = g
+            } else {
+                switch outcome {
+                case .stopped: continue
+                case .ended: why = "the server ended the stream"
+                case .failed(let e): why = e
+                }
             }
+            let wait = backoff.failed(played: audioSince.map { Monotonic.now() - $0 } ?? 0)
             state("reconnecting", location: url, level: .warning,
-                  "music stream dropped (\(why)); silence meanwhile; reconnecting with backoff 1-30 s", ["url": url])
-            pause(backoff)
-            backoff = min(30, backoff * 2)
+                  "music stream dropped (\(why)); silence meanwhile; reconnecting in \(Format.fixed(wait, 0)) s (backoff 1-30 s)", ["url": url])
+            pause(wait)
         }
     }
 }

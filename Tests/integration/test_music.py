@@ -392,12 +392,50 @@ def test_http_stream_drops_reconnects_strips_icy_and_shows_the_title(box):
         assert db(seg[0], med) > -1 and db(seg[-1], med) < 1, (a, b, db(seg[0], med), db(seg[-1], med))
 
 
+HANG_SHIM = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+/* libsndfile's open, stuck in C for ever on a file named hang.wav (a decoder that hangs on a
+   damaged file, a read stuck on a failing SD card); every other file is opened as usual. */
+void *sf_open_fd(int fd, int mode, void *info, int close_desc) {
+    char link[64], target[4096];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n > 0) {
+        target[n] = 0;
+        if (strstr(target, "hang.wav")) for (;;) pause();
+    }
+    void *(*real)(int, int, void *, int) = (void *(*)(int, int, void *, int))dlsym(RTLD_NEXT, "sf_open_fd");
+    return real(fd, mode, info, close_desc);
+}
+"""
+
+
+def hang_shim(box):
+    """An LD_PRELOAD library that makes libsndfile's open block in C on hang.wav. (A FIFO named
+    as the file used to do it; crier now refuses a FIFO before opening it.)"""
+    import pytest
+    import shutil
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler for the LD_PRELOAD shim")
+    src = box.tmp / "hang.c"
+    src.write_text(HANG_SHIM)
+    lib = box.tmp / "hang.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(src), "-ldl"], check=True)
+    return str(lib)
+
+
 def test_a_decoder_stuck_in_c_is_replaced_and_never_silences_the_alerts(box):
-    # A FIFO nobody writes, named as the (single-file) source: libsndfile's open blocks in C.
+    # libsndfile's open stuck in C (LD_PRELOAD shim) on the (single-file) source.
     hang = box.tmp / "hang.wav"
-    os.mkfifo(hang)
+    make_tone(str(hang), 1)
+    env = dict(box.env, LD_PRELOAD=hang_shim(box))
     daemon_conf(box, "music.source = %s\nmusic.stall_s = 2\n" % hang)
-    d = start(box)
+    d = Proc([CRIER, "run", "--config", box.conf], env=env)
     try:
         d.wait_for(r"INFO audio: opened")
         say(box, "the alerts go on")
@@ -468,3 +506,207 @@ def test_hours_wait_for_a_synchronized_clock(box):
     assert not [l for l in d.lines() if "INFO music: playing" in l]
     rate, ch, x = read_wav(box.capture)
     assert max(tone_levels(x, rate, TONE, 0.01)) < 0.001, "no music before the clock is synchronized"
+
+
+# Issue 31: folders of short or broken files, a FIFO named as the file, hostile radio servers.
+
+def music_thread_cpu(pid):
+    """CPU seconds used so far by the crier-music thread(s) of `pid`."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                if f.read().strip() != "crier-music":
+                    continue
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except OSError:
+            pass
+    return total / tick
+
+
+def write_tiny_wav(path, frames=1, rate=44100):
+    import wave
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(2)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(b"\x10\x00\x10\x00" * frames)
+
+
+def test_a_folder_of_one_frame_files_neither_floods_the_log_nor_spins_a_core(box):
+    music = box.tmp / "music"
+    music.mkdir()
+    for i in range(80):
+        write_tiny_wav(music / ("t%03d.wav" % i))
+    daemon_conf(box, "music.source = %s\n" % music)
+    d = start(box)
+    try:
+        d.wait_for(r"INFO music: playing file=", timeout=15)
+        time.sleep(1)
+        c0, t0 = music_thread_cpu(d.p.pid), time.monotonic()
+        time.sleep(3)
+        cpu = (music_thread_cpu(d.p.pid) - c0) / (time.monotonic() - t0)
+        st = status(box)
+    finally:
+        assert d.stop() == 0
+    plays = [l for l in d.lines() if "INFO music: playing" in l and "(repeated" not in l]
+    # 10 lines a minute for the reason "playing" (the file is the item), then a count; the
+    # old code wrote one per file: ~100 a second.
+    assert len(plays) <= 10, len(plays)
+    assert [l for l in d.lines() if re.search(r"INFO music: playing \(repeated \d+ times\).*sample_file=", l)], "the count at shutdown"
+    # 10 files at once, then 1 a second: the thread idles (old code: a core at ~100 %).
+    assert cpu < 0.25, "crier-music used %.0f %% of a core" % (cpu * 100)
+    assert st["music"]["state"] == "playing"
+    print("music thread: %.1f %% of a core, %d playing lines" % (cpu * 100, len(plays)))
+
+
+def test_empty_text_and_fifo_music_files_are_named_for_what_they_are(box):
+    music = box.tmp / "music"
+    music.mkdir()
+    (music / "a-empty.mp3").write_bytes(b"")
+    (music / "b-notes.mp3").write_text("these are the shop's notes, not a song\n")
+    (music / "c-page.mp3").write_text("<!DOCTYPE html><html><body>404</body></html>\n")
+    os.mkfifo(music / "d-pipe.mp3")
+    for i in range(30):
+        (music / ("e%02d.mp3" % i)).write_bytes(b"")
+    daemon_conf(box, "music.source = %s\n" % music)
+    d = start(box)
+    try:
+        d.wait_for(r"WARN music: no music: none of the 34 file\(s\)", timeout=15)
+        c0, t0 = music_thread_cpu(d.p.pid), time.monotonic()
+        time.sleep(2.5)
+        cpu = (music_thread_cpu(d.p.pid) - c0) / (time.monotonic() - t0)
+        st = status(box)
+    finally:
+        assert d.stop() == 0
+    lines = d.lines()
+    skips = [l for l in lines if "skipping music file" in l and "(repeated" not in l]
+    assert not [l for l in skips if "possibly a pipe" in l], skips
+    empty = [l for l in skips if "the file is empty (0 bytes)" in l]
+    # One line per reason and file, at most 5 a minute per reason (then a count): 31 empty files.
+    assert 1 <= len(empty) <= 5 and "a-empty.mp3" in empty[0], empty
+    assert [l for l in lines if re.search(r"skipping music file: the file is empty .*\(repeated 2\d times\)", l)], "the count at shutdown"
+    assert [l for l in skips if 'it is text, not audio (it starts with \\"these are the shop' in l or
+            "it is text, not audio (it starts with \"these are the shop" in l and "b-notes.mp3" in l], skips
+    assert [l for l in skips if "it is an HTML page" in l and "c-page.mp3" in l], skips
+    assert [l for l in skips if "it is a FIFO, not a file" in l and "music.source = fifo:" in l and "d-pipe.mp3" in l], skips
+    assert len([l for l in lines if "no music: none of the" in l]) == 1
+    assert st["music"]["state"] == "no files"
+    assert cpu < 0.05, "crier-music used %.0f %% of a core on a folder of broken files" % (cpu * 100)
+
+
+def test_a_fifo_named_as_the_music_file_is_said_at_once(box):
+    pipe = box.tmp / "song.mp3"
+    os.mkfifo(pipe)
+    daemon_conf(box, "music.source = %s\nmusic.stall_s = 2\n" % pipe)
+    d = start(box)
+    try:
+        line = d.wait_for(r"WARN music: skipping music file: it is a FIFO", timeout=5)[0]
+        time.sleep(1)
+        st = status(box)
+    finally:
+        assert d.stop() == 0
+    assert "music.source = fifo:%s" % pipe in line, line
+    assert st["music"]["state"] == "no files"
+    music = [c for c in st["components"] if c["name"] == "music"][0]
+    assert music["restarts"] == 0, "refused, not stuck in the decoder"
+
+
+class HostileRadio:
+    """A radio on 127.0.0.1 that answers 200 audio/mpeg and then sends `body(conn)` chunks:
+    random bytes at full speed, or one byte at a time (a trickle)."""
+
+    def __init__(self, mode):
+        import socket
+        self.mode = mode
+        self.sent = []
+        self.times = []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.port = self.sock.getsockname()[1]
+        self.stopped = False
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while not self.stopped:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.times.append(time.monotonic())
+            self.sent.append(0)
+            threading.Thread(target=self.client, args=(c, len(self.sent) - 1), daemon=True).start()
+
+    def client(self, c, n):
+        try:
+            req = b""
+            while b"\r\n\r\n" not in req:
+                chunk = c.recv(4096)
+                if not chunk:
+                    return
+                req += chunk
+            c.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: audio/mpeg\r\nicy-name: Hostile\r\n\r\n")
+            while not self.stopped:
+                if self.mode == "random":
+                    # 1.6 MB/s in 16 KiB blocks (the reported 40 MB in 30 s)
+                    c.sendall(os.urandom(16384))
+                    self.sent[n] += 16384
+                    time.sleep(0.01)
+                else:
+                    c.sendall(b"\xff")
+                    self.sent[n] += 1
+                    time.sleep(0.5)
+        except OSError:
+            pass
+        finally:
+            c.close()
+
+    def close(self):
+        self.stopped = True
+        self.sock.close()
+
+
+def test_a_radio_that_sends_random_bytes_is_given_up_with_a_line_and_retried_with_backoff(box):
+    radio = HostileRadio("random")
+    try:
+        daemon_conf(box, "music.source = http://127.0.0.1:%d/live\nmusic.stream_junk_kb = 64\n" % radio.port)
+        d = start(box)
+        try:
+            line = d.wait_for(r"WARN music: music stream dropped \(the server sent \d+ KiB that do not decode as MP3", timeout=10)[0]
+            d.wait_for(r"WARN music: music stream dropped \(the server sent", count=3, timeout=15)
+            st = status(box)
+        finally:
+            assert d.stop() == 0
+    finally:
+        radio.close()
+    assert "(Content-Type: audio/mpeg)" in line and "is the URL an MP3 stream?" in line and "reconnecting in 1 s" in line, line
+    gaps = [b - a for a, b in zip(radio.times, radio.times[1:])]
+    assert len(gaps) >= 2 and gaps[0] >= 0.9 and gaps[1] >= 1.9, gaps  # backoff 1 s, 2 s
+    # Bounded per connection: 64 KiB of junk, plus what was in flight (socket buffers).
+    assert max(radio.sent[:3]) < 8 << 20, radio.sent
+    assert st["music"]["state"] in ("reconnecting", "connecting"), st["music"]
+    print("bytes sent per connection before it was given up: %s" % radio.sent[:3])
+
+
+def test_a_radio_that_trickles_a_byte_at_a_time_is_given_up_after_connect_s(box):
+    radio = HostileRadio("trickle")
+    try:
+        daemon_conf(box, "music.source = http://127.0.0.1:%d/live\nmusic.connect_s = 2\n" % radio.port)
+        d = start(box)
+        try:
+            d.wait_for(r"INFO music: connecting to the music stream", timeout=10)
+            t0 = time.monotonic()
+            line = d.wait_for(r"WARN music: music stream dropped \(no audio 2 s after connecting", timeout=10)[0]
+            took = time.monotonic() - t0
+            st = status(box)
+        finally:
+            assert d.stop() == 0
+    finally:
+        radio.close()
+    assert "bytes received (Content-Type: audio/mpeg): too slow or not MP3" in line, line
+    assert took < 5, took
+    assert st["music"]["state"] in ("reconnecting", "connecting"), st["music"]

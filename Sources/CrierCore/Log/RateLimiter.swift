@@ -25,6 +25,9 @@ public struct RateLimiter: Sendable {
     /// Records of a group written per window, by level; a level not listed is not limited.
     public let bursts: [LogLevel: Int]
     public let maxTracked: Int
+    /// This limiter's item fields (`itemFields` unless given: the music thread adds `file`, so
+    /// a folder of short files is one reason, not one per file).
+    public let perItemFields: Set<String>
 
     /// Fields that name the item a line is about rather than why it was logged.
     public static let itemFields: Set<String> = ["id", "ids", "line", "text"]
@@ -50,10 +53,12 @@ public struct RateLimiter: Sendable {
     private var earliest: WallTime?
     private var latest: WallTime?
 
-    public init(window: Double = 60, bursts: [LogLevel: Int] = RateLimiter.defaultBursts, maxTracked: Int = 128) {
+    public init(window: Double = 60, bursts: [LogLevel: Int] = RateLimiter.defaultBursts, maxTracked: Int = 128,
+                itemFields: Set<String> = RateLimiter.itemFields) {
         self.window = window
         self.bursts = bursts
         self.maxTracked = max(1, maxTracked)
+        perItemFields = itemFields
     }
 
     /// Only warnings and errors limited, `burst` each (the limiter before per-reason keys).
@@ -69,7 +74,7 @@ public struct RateLimiter: Sendable {
         var out = flush(now: record.time)
         guard let burst = bursts[record.level] else { return out + [record] }
         let key = Key(level: record.level, component: record.component, message: record.message,
-                      fields: record.fields.filter { !Self.itemFields.contains($0.0) }.flatMap { [$0.0, $0.1] })
+                      fields: record.fields.filter { !perItemFields.contains($0.0) }.flatMap { [$0.0, $0.1] })
         if var e = entries[key] {
             if e.passed < burst {
                 e.passed += 1
@@ -83,7 +88,7 @@ public struct RateLimiter: Sendable {
         }
         if entries.count >= maxTracked, let oldest = entries.min(by: { $0.value.start < $1.value.start }) {
             entries[oldest.key] = nil
-            if let s = Self.summary(oldest.value, now: record.time) { out.append(s) }
+            if let s = Self.summary(oldest.value, now: record.time, items: perItemFields) { out.append(s) }
             earliest = entries.values.map(\.start).min()
             latest = entries.values.map(\.start).max()
         }
@@ -107,7 +112,7 @@ public struct RateLimiter: Sendable {
             let age = now.unixMillis - e.start.unixMillis
             guard age >= limit || age < 0 else { continue }
             entries[key] = nil
-            if let s = Self.summary(e, now: now) { out.append(s) }
+            if let s = Self.summary(e, now: now, items: perItemFields) { out.append(s) }
         }
         earliest = entries.values.map(\.start).min()
         latest = entries.values.map(\.start).max()
@@ -116,17 +121,18 @@ public struct RateLimiter: Sendable {
 
     /// Every pending summary, window over or not (at shutdown: a count is never lost).
     public mutating func drain(now: WallTime) -> [LogRecord] {
-        let out = entries.values.compactMap { Self.summary($0, now: now) }
+        let items = perItemFields
+        let out = entries.values.compactMap { Self.summary($0, now: now, items: items) }
         entries.removeAll()
         earliest = nil
         latest = nil
         return out.sorted { $0.formatted() < $1.formatted() }
     }
 
-    private static func summary(_ e: Entry, now: WallTime) -> LogRecord? {
+    private static func summary(_ e: Entry, now: WallTime, items: Set<String>) -> LogRecord? {
         guard e.suppressed > 0 else { return nil }
-        var fields = e.sample.fields.filter { !itemFields.contains($0.0) }
-        fields += e.sample.fields.filter { itemFields.contains($0.0) }.map { ("sample_" + $0.0, $0.1) }
+        var fields = e.sample.fields.filter { !items.contains($0.0) }
+        fields += e.sample.fields.filter { items.contains($0.0) }.map { ("sample_" + $0.0, $0.1) }
         return LogRecord(time: now, level: e.sample.level, component: e.sample.component,
                          message: "\(e.sample.message) (repeated \(e.suppressed) \(e.suppressed == 1 ? "time" : "times"))",
                          fields: fields)

@@ -90,6 +90,15 @@ public struct MusicConfig: Sendable, Equatable {
     public var bufferMs = 1000
     /// Seconds without data before a stream is dropped and reconnected.
     public var stallSeconds = 10.0
+    /// Seconds a stream connection may go without decoded audio at its start.
+    public var connectSeconds = 15.0
+    /// KiB of undecodable stream bytes before the connection is given up.
+    public var junkKiB = 1024
+
+    /// The stream rules (`StreamWatch`) from these keys.
+    public var streamLimits: StreamWatch.Limits {
+        StreamWatch.Limits(junkBytes: junkKiB * 1024, firstAudioSeconds: connectSeconds, audioStallSeconds: stallSeconds)
+    }
 
     public var enabled: Bool { source != .off }
 
@@ -138,6 +147,14 @@ public struct MusicConfig: Sendable, Equatable {
                   doc: "Streams and FIFOs: seconds without data before the stream is reconnected (FIFO: reopened), 2-120.",
                   apply: { c, v throws(ConfigValueError) in c.music.stallSeconds = try ConfigValue.number(v, 2...120) },
                   render: { ConfigValue.fmt($0.music.stallSeconds) }),
+        ConfigKey("music.connect_s", section: "music", default: "15",
+                  doc: "Streams: seconds from connecting to the first decoded audio before the connection is given up and tried again (a server that trickles bytes or sends no MP3), 2-120.",
+                  apply: { c, v throws(ConfigValueError) in c.music.connectSeconds = try ConfigValue.number(v, 2...120) },
+                  render: { ConfigValue.fmt($0.music.connectSeconds) }),
+        ConfigKey("music.stream_junk_kb", section: "music", default: "1024",
+                  doc: "Streams: KiB received beyond what the decoded audio accounts for (bytes that are not MP3) before the connection is given up and tried again, 16-16384.",
+                  apply: { c, v throws(ConfigValueError) in c.music.junkKiB = try ConfigValue.int(v, 16...16384) },
+                  render: { String($0.music.junkKiB) }),
     ]
 }
 
