@@ -28,7 +28,7 @@ public final class SoundFile {
         let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
             let e = errno
-            throw Failure(path: path, reason: e == ENOENT ? "it no longer exists" : "cannot open it: \(String(cString: strerror(e)))")
+            throw Failure(path: path, reason: e == ENOENT ? "it does not exist" : "cannot open it: \(String(cString: strerror(e)))")
         }
         var st = stat()
         guard fstat(fd, &st) == 0 else {

@@ -241,12 +241,17 @@ public final class ControlServer: Sendable {
             let c = accept(listenFD, nil, nil)
             if c < 0 { continue }
             _ = fcntl(c, F_SETFD, FD_CLOEXEC)
-            let (admitted, evicted) = slots.withLock { $0.admit(fd: c, limit: maxConnections, now: Monotonic.now()) }
-            if let e = evicted {
+            let (admitted, evicted) = slots.withLock { s in
+                let r = s.admit(fd: c, limit: maxConnections, now: Monotonic.now())
                 // Its thread waits in poll(): shutting its reading side ends that at once (the
                 // answer can still be written); the thread answers, closes its descriptor and
-                // does not give back the slot it no longer has.
-                shutdown(e.fd, Int32(SHUT_RD))
+                // does not give back the slot it no longer has. Under the lock: the thread
+                // closes the descriptor only after releasing its entry, so the number is
+                // still that connection's.
+                if let e = r.evicted { shutdown(e.fd, Int32(SHUT_RD)) }
+                return r
+            }
+            if evicted != nil {
                 // One reason, no per-connection fields: the log's limiter folds a flood into
                 // one line a minute with a count.
                 log.warning("control socket: all connections in use; closed the oldest one that had sent no request, to serve a new one",
