@@ -44,6 +44,10 @@ public final class SoundFile {
         var head = [UInt8](repeating: 0, count: 512)
         let got = head.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
         head = Array(head.prefix(max(0, got)))
+        if let why = MusicFileProblem.obviouslyNotAudio(size: Int64(st.st_size), head: head) {
+            close(fd)
+            throw Failure(path: path, reason: why)
+        }
         var info = SF_INFO()
         // The descriptor stays ours (closed in deinit, after sf_close).
         guard let h = sf_open_fd(fd, Int32(SFM_READ), &info, Int32(SF_FALSE)) else {

@@ -81,6 +81,13 @@ struct MusicSourceRulesTests {
         #expect(MusicFileProblem.notAFile(.fifo, path: "/srv/m.mp3")
             == "it is a FIFO, not a file; to play raw PCM that a player writes into a FIFO set music.source = fifo:/srv/m.mp3 (and music.fifo_format)")
         #expect(MusicFileProblem.notAFile(.regular, path: "/x") == nil)
+        // Known without the decoder: empty, text, pictures; audio headers are left to it.
+        #expect(MusicFileProblem.obviouslyNotAudio(size: 0, head: []) != nil)
+        #expect(MusicFileProblem.obviouslyNotAudio(size: 30, head: Array("just some words\n".utf8)) != nil)
+        for audio in ["RIFF\u{0}\u{1}\u{0}\u{0}WAVEfmt ", "fLaC\u{0}\u{0}\u{0}\u{22}", "OggS\u{0}\u{2}", "ID3\u{3}\u{0}\u{0}", "FORM\u{0}\u{0}\u{1}\u{0}AIFF"] {
+            #expect(MusicFileProblem.obviouslyNotAudio(size: 5000, head: Array(audio.utf8)) == nil, "\(audio)")
+        }
+        #expect(MusicFileProblem.obviouslyNotAudio(size: 5000, head: [0xFF, 0xFB, 0x90, 0x64]) == nil, "an MP3 frame header")
         #expect(MusicFileProblem.notAFile(.device, path: "/x") == "it is a device, not a file")
     }
 

@@ -117,6 +117,14 @@ public enum MusicFileProblem {
         }
     }
 
+    /// The reason, when a file's size or first bytes already say it is no audio (empty, text,
+    /// a document, a picture, an archive: no audio format starts like that), so the decoder is
+    /// not even asked (libsndfile's MP3 probe writes its own notes to stderr for each).
+    public static func obviouslyNotAudio(size: Int64, head: [UInt8]) -> String? {
+        let why = describe(size: size, head: head, library: "")
+        return why.hasPrefix("not a format the decoder knows") ? nil : why
+    }
+
     /// The reason for a regular file the library could not open: `size` bytes, `head` its
     /// first bytes (up to 512), `library` the decoder's own message.
     public static func describe(size: Int64, head: [UInt8], library: String) -> String {
