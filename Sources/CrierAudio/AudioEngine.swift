@@ -7,7 +7,8 @@ import Synchronization
 
 /// What happened to a clip handed to `AudioEngine.play`.
 public enum ClipOutcome: Sendable, Equatable {
-    /// Its last sample has left the device (to within one period).
+    /// Its last sample has left the device: the device said so (docs/audio.md, "A device lost
+    /// with a clip's end still queued"). One whose end was queued in a lost device plays again.
     case played
     /// `stop(id:)` faded it out early.
     case stopped
@@ -233,9 +234,15 @@ public final class AudioEngine: Sendable {
         var mixer: Mixer
         var callbacks: [UInt64: @Sendable (ClipEnd) -> Void] = [:]
         var stoppedIDs: Set<UInt64> = []
-        /// Clips fully rendered but maybe still in the device buffer: id, absolute end frame,
-        /// frames of the clip heard once that end has played.
-        var pending: [(UInt64, UInt64, Int)] = []
+        /// Clips fully rendered but maybe still in the device buffer: where each ends in the
+        /// stream and what of it is heard once that end has played.
+        var pending: [QueuedClipEnd] = []
+        /// What had left the device at its last good answer (reset per open device): a clip
+        /// whose end is queued when the device is lost is heard only up to there.
+        var playhead = Playhead()
+        /// Each clip not yet ended, as handed to play(): a clip whose end never left a lost
+        /// device is mixed again from its start.
+        var clips: [UInt64: (clip: Clip, gain: Double, ducks: Bool)] = [:]
         var stopping = false
         /// When each clip was handed to play(), for the start-latency figure.
         var enqueuedAt: [UInt64: Double] = [:]
@@ -326,6 +333,7 @@ public final class AudioEngine: Sendable {
             if let g = i.musicLevel { music.mix.setLevel(g) }
             for (id, clip, gain, at, ducks, cb) in i.adds {
                 callbacks[id] = cb
+                clips[id] = (clip, gain, ducks)
                 enqueuedAt[id] = at
                 mixer.add(id: id, clip: clip, gain: gain, ducks: ducks)
             }
@@ -339,6 +347,7 @@ public final class AudioEngine: Sendable {
 
         mutating func finish(_ id: UInt64, _ outcome: ClipOutcome, heard: Int = 0) {
             gapped.remove(id)
+            clips.removeValue(forKey: id)
             let o = stoppedIDs.remove(id) != nil && outcome == .played ? .stopped : outcome
             callbacks.removeValue(forKey: id)?(ClipEnd(o, heardFrames: o == .shutdown ? 0 : heard))
         }
@@ -365,7 +374,7 @@ public final class AudioEngine: Sendable {
                     }
                     // "opened" is only said once the device has really taken audio.
                     let (eng, lg, cfg) = (engine, log, config)
-                    try stream(device) {
+                    let written = try stream(device) {
                         wroteAny = true
                         var fields: [(String, String)] = [
                             ("device", cfg.device), ("type", device.typeName), ("rate", "\(device.format.rate)"),
@@ -382,7 +391,7 @@ public final class AudioEngine: Sendable {
                             $0.periodFrames = device.periodFrames; $0.bufferFrames = device.bufferFrames
                         }
                     }
-                    fadeOutAndClose(device)
+                    fadeOutAndClose(device, written: written)
                 } catch var error {
                     if !wroteAny && error.kind == .lost { error.kind = .other }
                     let key = "\(error.kind) \(error.detail)"
@@ -399,10 +408,10 @@ public final class AudioEngine: Sendable {
                         $0.deviceOpen = false; $0.lastError = error.description
                         if wroteAny { $0.reopenings += 1 }
                     }
-                    // Whatever was cut off is said again from its start once the device is back.
+                    // Whatever was cut off is said again from its start once the device is back,
+                    // also a clip whose end was still queued in the device (it never played).
                     mixer.rewindAll()
-                    for (id, _, heard) in pending { finish(id, .played, heard: heard) }
-                    pending = []
+                    settlePending(replay: true)
                     failingSince = failingSince ?? Monotonic.now()
                     if wroteAny { retry = config.retryMin }
                     // Wait in slices so the supervisor still sees progress while the device is away.
@@ -428,8 +437,9 @@ public final class AudioEngine: Sendable {
             min(buffer, max(2 * period, buffer / 2))
         }
 
-        /// Keeps `device` fed until stop is requested; throws when the device is lost.
-        mutating func stream(_ device: PCMDevice, onFirstWrite: () -> Void) throws(AudioError) {
+        /// Keeps `device` fed until stop is requested and returns the frames written; throws when
+        /// the device is lost.
+        mutating func stream(_ device: PCMDevice, onFirstWrite: () -> Void) throws(AudioError) -> UInt64 {
             var firstWriteDone = false
             let ch = device.format.channels
             let period = device.periodFrames
@@ -467,9 +477,18 @@ public final class AudioEngine: Sendable {
                 }
             }
 
+            // Where playback stands; every good answer also moves the playhead (what a lost
+            // device is known to have played). A device that does not answer (lost, or in an
+            // xrun about to be recovered) leaves it where it was: never further than it played.
+            playhead = Playhead()
             func playedPosition() -> UInt64 {
-                if device.selfPaced { return UInt64(max(0, (Monotonic.now() - t0) * rate)) }
-                return written - UInt64(min(Int(written), device.delay()))
+                if device.selfPaced {
+                    let clock = Int64(max(0, (Monotonic.now() - t0) * rate))
+                    playhead.observe(written: written, clock: clock)
+                    return UInt64(clock)
+                }
+                if let d = device.delay() { playhead.observe(written: written, delay: d) }
+                return playhead.played
             }
 
             while !stopping {
@@ -575,7 +594,10 @@ public final class AudioEngine: Sendable {
                         }
                         engine.statsBox.withLock { $0.gapFrames += UInt64(r.gapFrames) }
                     }
-                    for (id, end, heard) in r.finished { pending.append((id, before + UInt64(end), heard)) }
+                    for f in r.finished {
+                        pending.append(QueuedClipEnd(id: f.id, end: before + UInt64(f.endFrame), heard: f.heard, tail: f.tail,
+                                                     stopped: f.tail > 0))
+                    }
                 }
                 let (ducked, under) = (music.mix.envelope.isDucked, music.mix.underrunFrames)
                 engine.statsBox.withLock {
@@ -584,8 +606,8 @@ public final class AudioEngine: Sendable {
                 }
                 if !pending.isEmpty {
                     let played = playedPosition()
-                    var still: [(UInt64, UInt64, Int)] = []
-                    for p in pending { if p.1 <= played { finish(p.0, .played, heard: p.2) } else { still.append(p) } }
+                    var still: [QueuedClipEnd] = []
+                    for p in pending { if p.end <= played { finish(p.id, .played, heard: p.heard) } else { still.append(p) } }
                     pending = still
                 }
                 progress()
@@ -598,17 +620,17 @@ public final class AudioEngine: Sendable {
                     // Woken by the clip's next samples, or when the queue is down to `floor`.
                     let played = playedPosition()
                     var timeout = Double(Int(written) - Int(played) - floor) / rate
-                    if let end = pending.map(\.1).min() { timeout = min(timeout, Double(Int(end) - Int(played)) / rate) }
+                    if let end = pending.map(\.end).min() { timeout = min(timeout, Double(Int(end) - Int(played)) / rate) }
                     engine.wake.wait(timeout: max(0, timeout))
                 } else if device.selfPaced {
                     let batch = idle ? Self.idleBatchPeriods : 1
                     let nextDue = t0 + Double(Int64(written) + Int64(batch * period) - Int64(ahead)) / rate
                     var timeout = nextDue - Monotonic.now()
-                    if !pending.isEmpty, let end = pending.map(\.1).min() {
+                    if !pending.isEmpty, let end = pending.map(\.end).min() {
                         timeout = min(timeout, t0 + Double(end) / rate - Monotonic.now())
                     }
                     engine.wake.wait(timeout: max(0, timeout))
-                } else if idle, case let spare = device.delay() - Self.idleKeep(buffer: device.bufferFrames, period: period),
+                } else if idle, case let spare = (device.delay() ?? 0) - Self.idleKeep(buffer: device.bufferFrames, period: period),
                           spare >= period {
                     // Still well fed with silence: sleep until only the safe minimum is left.
                     engine.wake.wait(timeout: Double(spare) / rate)
@@ -616,22 +638,70 @@ public final class AudioEngine: Sendable {
                     engine.wake.wait(timeout: 1.0, extra: pollFDs)
                 }
             }
+            return written
+        }
+
+        /// The device was lost: each clip whose end was still queued ends as far as it had played
+        /// (`QueuedClipEnd.fate`, by the playhead's last good answer). One that was playing is
+        /// mixed again from its start when the device is back (`replay`), like the clips the mixer
+        /// had not finished; at shutdown it ends unheard.
+        mutating func settlePending(replay: Bool) {
+            let played = playhead.played
+            let rate = mixer.format.rate
+            if !pending.isEmpty {
+                log.debug("device lost with clip ends queued", ["played": played, "ends": pending.map { "\($0.end)" }.joined(separator: ",")])
+            }
+            for var p in pending {
+                // A stop asked for after its last frame was rendered: not said again either.
+                if stoppedIDs.contains(p.id) { p.stopped = true }
+                switch p.fate(played: played) {
+                case .ended(let heard):
+                    finish(p.id, p.stopped ? .stopped : .played, heard: heard)
+                case .cut(let heard):
+                    log.warning("lost before a stopped clip's fade-out had played; heard \(heard * 1000 / rate) ms of it",
+                                ["device": config.device, "clip": p.id])
+                    finish(p.id, .stopped, heard: heard)
+                case .again:
+                    let ms = p.unplayed(played: played) * 1000 / rate
+                    if replay, let c = clips[p.id] {
+                        log.warning("lost with the last \(ms) ms of a clip still queued; not heard, it plays again from its start when the device is back",
+                                    ["device": config.device, "clip": p.id])
+                        mixer.add(id: p.id, clip: c.clip, gain: c.gain, ducks: c.ducks)
+                    } else {
+                        log.warning("lost with the last \(ms) ms of a clip still queued while stopping; not heard",
+                                    ["device": config.device, "clip": p.id])
+                        finish(p.id, .shutdown)
+                    }
+                }
+            }
+            pending = []
         }
 
         /// Shutdown: let active clips fade, flush a little silence so the amp sees a clean edge.
-        mutating func fadeOutAndClose(_ device: PCMDevice) {
+        /// Clips end once that has played out; if the device fails first, only as far as it had
+        /// played (`settlePending`).
+        mutating func fadeOutAndClose(_ device: PCMDevice, written start: UInt64) {
             for id in mixer.activeIDs { mixer.stop(id: id) }
             music.mix.setLevel(0)
             let frames = device.periodFrames
             var buf = [Int16](repeating: 0, count: frames * device.format.channels)
+            var written = start
+            var ok = true
             for _ in 0..<2 {
                 let r = render(into: &buf, frames: frames, historyLimit: 0)
-                try? device.write(buf, frames: frames) { _ in }
-                for (id, _, heard) in r.finished { finish(id, .stopped, heard: heard) }
+                do throws(AudioError) { try device.write(buf, frames: frames) { _ in } } catch { ok = false }
+                for f in r.finished {
+                    pending.append(QueuedClipEnd(id: f.id, end: written + UInt64(f.endFrame), heard: f.heard, tail: f.tail, stopped: true))
+                }
+                written += UInt64(frames)
             }
-            if !device.selfPaced { device.drain() }
-            for (id, _, heard) in pending { finish(id, .played, heard: heard) }
-            pending = []
+            if ok && !device.selfPaced { ok = device.drain() }
+            if ok {
+                for p in pending { finish(p.id, p.stopped ? .stopped : .played, heard: p.heard) }
+                pending = []
+            } else {
+                settlePending(replay: false)
+            }
             log.info("closed", ["device": config.device])
         }
     }

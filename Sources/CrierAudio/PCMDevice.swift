@@ -154,10 +154,11 @@ final class PCMDevice {
         return Int(a)
     }
 
-    /// Frames queued but not yet played (0 on self-paced devices).
-    func delay() -> Int {
+    /// Frames queued but not yet played (0 on self-paced devices); nil when the device did not
+    /// answer (lost, or in an xrun not yet recovered): then nothing is known about what played.
+    func delay() -> Int? {
         var d = snd_pcm_sframes_t(0)
-        return snd_pcm_delay(handle, &d) < 0 ? 0 : max(0, Int(d))
+        return snd_pcm_delay(handle, &d) < 0 ? nil : max(0, Int(d))
     }
 
     /// Takes back up to `frames` queued frames; returns how many were taken.
@@ -185,5 +186,10 @@ final class PCMDevice {
         return Array(fds.prefix(Int(max(0, got))))
     }
 
-    func drain() { snd_pcm_drain(handle) }
+    /// Plays out what is queued; false when the device failed first (some of it never played).
+    /// An underrun had played everything.
+    func drain() -> Bool {
+        let r = snd_pcm_drain(handle)
+        return r >= 0 || r == -EPIPE
+    }
 }

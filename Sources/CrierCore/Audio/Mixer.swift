@@ -117,9 +117,12 @@ public struct Mixer: Sendable {
     public struct Rendered: Sendable, Equatable {
         /// Voices that started in this block (first sample written).
         public var started: [UInt64] = []
-        /// Voices whose last sample is in this block, with the frame offset just past it and how
-        /// many frames of the clip were heard in full (all of it, or up to where a stop's fade began).
-        public var finished: [(id: UInt64, endFrame: Int, heard: Int)] = []
+        /// Voices whose last sample is in this block, with the frame offset just past it, how
+        /// many frames of the clip were heard in full (all of it, or up to where a stop's fade
+        /// began), and the frames of a stop's fade-out that follow those (0 for a clip that
+        /// played to its own end): what a device lost before the end played takes back
+        /// (`QueuedClipEnd`).
+        public var finished: [(id: UInt64, endFrame: Int, heard: Int, tail: Int)] = []
         /// True when every sample of the block is silence from the mixer's point of view.
         public var silent = true
         /// Streamed clips that ran out of samples in this block (synthesis behind playback).
@@ -129,7 +132,7 @@ public struct Mixer: Sendable {
 
         public static func == (a: Rendered, b: Rendered) -> Bool {
             a.started == b.started && a.silent == b.silent && a.gaps == b.gaps && a.gapFrames == b.gapFrames
-                && a.finished.elementsEqual(b.finished, by: { $0.id == $1.id && $0.endFrame == $1.endFrame && $0.heard == $1.heard })
+                && a.finished.elementsEqual(b.finished, by: { $0.id == $1.id && $0.endFrame == $1.endFrame && $0.heard == $1.heard && $0.tail == $1.tail })
         }
     }
 
@@ -183,7 +186,7 @@ public struct Mixer: Sendable {
             }
             v.position += n
             if v.position >= end {
-                result.finished.append((v.id, n, v.stoppedFrom ?? v.clip.samples.count))
+                result.finished.append((v.id, n, v.stoppedFrom ?? v.clip.samples.count, v.stoppedFrom.map { end - $0 } ?? 0))
             } else {
                 remaining.append(v)
             }
@@ -224,7 +227,7 @@ extension Mixer {
                                _ result: inout Rendered) -> Bool {
         if !v.ready {
             if v.stopAt != nil {
-                result.finished.append((v.id, 0, 0))
+                result.finished.append((v.id, 0, 0, 0))
                 return false
             }
             return true  // `pollStreams` says when it can start
@@ -272,7 +275,7 @@ extension Mixer {
         }
         if endAt == nil, let end = v.stopAt ?? total, v.position >= end { endAt = frames }
         if let e = endAt {
-            result.finished.append((v.id, e, v.stoppedFrom ?? (total ?? v.position)))
+            result.finished.append((v.id, e, v.stoppedFrom ?? (total ?? v.position), v.stoppedFrom.map { (v.stopAt ?? $0) - $0 } ?? 0))
             return false
         }
         return true

@@ -1,0 +1,142 @@
+"""The audio device lost while a clip's end is still in its buffer (issue 31, item 5).
+
+A sound card of our own (`failing_pcm.c`, an ALSA ioplug PCM built here with gcc and loaded
+through the box's asoundrc) plays at the pace of the clock, answers snd_pcm_delay, and
+disconnects once, on cue: ENODEV for every write and delay from then on, as a pulled USB DAC
+does. What was queued in it never plays. The order whose clip's end was queued is not acked
+`spoken` then: the clip is played again from its start once the device is back, and acked once.
+"""
+import os
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from test_speaker import Acks, assert_log_matches_acks, connect, run_crier, send_order
+from test_daemon import RawServer
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# A buffer long enough that the clip's end is still queued after more silence than the speech
+# has between its words (quiet_ms): the device is cut with ~250 ms of the clip's end unplayed.
+BUFFER_MS = 600
+QUIET_MS = 350
+
+
+def failing_device(box, mode, after_ms=500):
+    """Builds the plugin into the box and names it `failing` in the box's asoundrc."""
+    if not shutil.which("gcc") or not os.path.exists("/usr/include/alsa/pcm_external.h"):
+        pytest.skip("needs gcc and the ALSA headers (libasound2-dev)")
+    lib = box.tmp / "libasound_module_pcm_crierfail.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-DPIC", "-O1", "-Wall", "-Werror", "-o", str(lib),
+                    os.path.join(HERE, "failing_pcm.c"), "-lasound"], check=True)
+    log = box.tmp / "pcm.log"
+    alsa = box.tmp / "xdg" / "alsa" / "asoundrc"
+    alsa.write_text(alsa.read_text() + 'pcm_type.crierfail { lib "%s" }\n' % lib +
+                    'pcm.failing { type crierfail mode "%s" quiet_ms %d after_ms %d marker "%s" log "%s" }\n' % (
+                        mode, QUIET_MS, after_ms, box.tmp / "pcm.failed", log))
+    return log
+
+
+def events(log):
+    """Each line of the plugin's log as (event, {field: int or str})."""
+    out = []
+    for line in log.read_text().splitlines():
+        name, *rest = line.split()
+        fields = dict(f.split("=", 1) for f in rest)
+        out.append((name, {k: int(v) if v.lstrip("-").isdigit() else v for k, v in fields.items()}))
+    return out
+
+
+def when(crier, pattern):
+    """Monotonic time at which the first stderr line matching `pattern` was read."""
+    rx = re.compile(pattern)
+    with crier.lock:
+        return next(t for t, l in crier.err if rx.search(l))
+
+
+CONF = "status.on_start = off\nstatus.on_link_up = off\naudio.device = failing\naudio.buffer_ms = %d\n" % BUFFER_MS
+
+
+def test_an_order_whose_end_was_queued_when_the_device_died_is_said_again_and_acked_once(box):
+    log = failing_device(box, "queued")
+    srv = RawServer()
+    crier = run_crier(box, srv.port, CONF + "log.level = debug\n")
+    try:
+        c = connect(srv)
+        acks = Acks(c)
+        crier.wait_for(r"INFO audio: opened")
+        send_order(c, "LOSS-1", kind="new_customer", number=42)
+        crier.wait_for(r"ERROR audio: .*keeping queued speech and reopening", timeout=30)
+        acks.read_until(lambda a: a["id"] == "LOSS-1", timeout=30)
+        acks.drain(timeout=2)  # and nothing more comes
+    finally:
+        rc = crier.stop()
+    assert rc == 0
+    err = "\n".join(crier.lines())
+    ev = events(log)
+    fails = [f for e, f in ev if e == "fail"]
+    assert len(fails) == 1, ev
+    f = fails[0]
+    rate = f["rate"]
+    # The device died with the clip's end queued: its loud frames past the pointer never played.
+    assert f["why"] == "end_queued" and f["unplayed_loud"] > 0, f
+    closes = [f for e, f in ev if e == "close"]
+    first, again = closes[0], closes[1:]
+    lost = re.search(r"WARN audio: lost with the last (\d+) ms of a clip still queued; not heard, it plays again "
+                     r"from its start when the device is back device=failing clip=\d+", err)
+    assert lost, err[-3000:]
+    # Where the engine put the playhead (its last good snd_pcm_delay) against where the device
+    # really stopped: never further (it errs towards "not heard"), and by less than a buffer.
+    at = re.search(r"DEBUG audio: device lost with clip ends queued played=(\d+) ends=(\d+)", err)
+    assert at, err[-3000:]
+    played, end = int(at.group(1)), int(at.group(2))
+    print("\nbuffer %d ms: died with %d ms queued, %d ms of the clip's end unplayed (%d ms of it loud; "
+          "last sample written at +%d ms); the engine counted %d ms unplayed (its playhead %d frames = %.1f ms "
+          "behind the device's)" % (
+              BUFFER_MS, f["queued"] * 1000 // rate, (end - f["hw"]) * 1000 // rate, f["unplayed_loud"] * 1000 // rate,
+              (f["last_sound"] + 1 - f["hw"]) * 1000 // rate, int(lost.group(1)), f["hw"] - played,
+              (f["hw"] - played) * 1000 / rate))
+    assert played <= f["hw"] < end, "the engine's playhead %d, the device's %d, the clip's end %d" % (played, f["hw"], end)
+    assert f["hw"] - played < f["buffer"]
+    assert end >= f["last_sound"] + 1 >= f["last_loud"] + 1
+    # Not acked when the device died: acked once, after the clip was played again in full on the
+    # device that came back (as loud as the first time: said once more, not twice, not cut).
+    assert acks.status("LOSS-1") == ["spoken"], err[-3000:]
+    assert acks.at("LOSS-1") > when(crier, r"INFO audio: opened .*after="), "acked before the device was back"
+    assert sum(c["loud_frames"] for c in again) >= 0.95 * first["loud_frames"], ev
+    assert sum(c["loud_frames"] for c in again) <= 1.05 * first["loud_frames"], ev
+    assert len(re.findall(r"INFO alert: saying ids=LOSS-1 ", err)) == 1, err
+    assert_log_matches_acks(err, acks)
+
+
+def test_a_device_that_dies_after_the_clip_had_played_leaves_the_ack_alone(box):
+    """The control: the device dies 500 ms after the clip's last loud frame played. The order was
+    acked `spoken` once when its end left the device, and nothing is said again."""
+    log = failing_device(box, "played", after_ms=500)
+    srv = RawServer()
+    crier = run_crier(box, srv.port, CONF)
+    try:
+        c = connect(srv)
+        acks = Acks(c)
+        crier.wait_for(r"INFO audio: opened")
+        send_order(c, "LOSS-2", kind="new_customer", number=42)
+        acks.read_until(lambda a: a["id"] == "LOSS-2", timeout=30)
+        crier.wait_for(r"ERROR audio: .*keeping queued speech and reopening", timeout=30)
+        crier.wait_for(r"INFO audio: opened .*after=", timeout=30)
+        acks.drain(timeout=2)
+    finally:
+        rc = crier.stop()
+    assert rc == 0
+    err = "\n".join(crier.lines())
+    ev = events(log)
+    fails = [f for e, f in ev if e == "fail"]
+    assert len(fails) == 1 and fails[0]["why"] == "end_played" and fails[0]["unplayed_loud"] == 0, ev
+    assert acks.status("LOSS-2") == ["spoken"]
+    assert acks.at("LOSS-2") < when(crier, r"ERROR audio: .*keeping queued speech and reopening")
+    assert "still queued" not in err
+    closes = [f for e, f in ev if e == "close"]
+    assert closes[0]["loud_frames"] > 0 and all(c["loud_frames"] == 0 for c in closes[1:]), ev
+    assert len(re.findall(r"INFO alert: saying ids=LOSS-2 ", err)) == 1, err
+    assert_log_matches_acks(err, acks)
