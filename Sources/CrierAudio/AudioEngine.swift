@@ -658,7 +658,7 @@ public final class AudioEngine: Sendable {
                 case .ended(let heard):
                     finish(p.id, p.stopped ? .stopped : .played, heard: heard)
                 case .cut(let heard):
-                    log.warning("lost before a stopped clip's fade-out had played; heard \(heard * 1000 / rate) ms of it",
+                    log.warning("lost before a stopped clip's fade-out had played; heard \(heard * 1000 / rate) ms of it, not the \(p.heard * 1000 / rate) ms before its fade",
                                 ["device": config.device, "clip": p.id])
                     finish(p.id, .stopped, heard: heard)
                 case .again:

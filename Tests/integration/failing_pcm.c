@@ -14,6 +14,8 @@
  *                  while that frame has not played yet: a clip's end is lost in the buffer;
  *   mode "played": once the pointer is `after_ms` past the last loud frame (and that was
  *                  followed by `quiet_ms` of silence): the clip's end had played;
+ *   skip N:        let the first N clip ends pass (default 0);
+ *   away_ms N:     after failing, opening fails (ENODEV) for N ms: the device is away (default 0);
  *   marker FILE:   fail only while FILE does not exist; it is created on failing, so the device
  *                  "comes back" when it is opened again.
  *   log FILE:      one line per event (open, fail with positions, close with what it played).
@@ -27,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,7 +46,8 @@ typedef struct {
 	long long loud_frames;  /* loud frames written (this open) */
 	int armed, failed;
 	char mode[16];
-	long quiet_ms, after_ms;
+	long quiet_ms, after_ms, skip, away_ms;
+	long long passed;       /* last_loud of the last clip end let pass (skip) */
 	char *marker, *log;
 } fpcm;
 
@@ -93,6 +97,14 @@ static void check(fpcm *p, long long appl)
 {
 	if (!p->armed || p->failed || p->last_loud < 0 || appl - p->last_loud < frames(p, p->quiet_ms))
 		return;
+	if (p->last_loud == p->passed)
+		return;
+	if (p->skip > 0) {
+		p->skip--;
+		p->passed = p->last_loud;
+		say(p, "skip last_loud=%lld", p->last_loud);
+		return;
+	}
 	if (!strcmp(p->mode, "queued") && p->hw <= p->last_loud)
 		fail(p, "end_queued");
 	else if (!strcmp(p->mode, "played") && p->hw >= p->last_loud + frames(p, p->after_ms))
@@ -190,6 +202,7 @@ static int fp_prepare(snd_pcm_ioplug_t *io)
 	p->hw = 0;
 	p->last_loud = -1;
 	p->last_sound = -1;
+	p->passed = -1;
 	long ns = (long)((long long)io->period_size * 1000000000LL / io->rate);
 	struct itimerspec t = {{ns / 1000000000L, ns % 1000000000L}, {ns / 1000000000L, ns % 1000000000L}};
 	timerfd_settime(p->timer, 0, &t, NULL);
@@ -252,6 +265,10 @@ SND_PCM_PLUGIN_DEFINE_FUNC(crierfail)
 			p->quiet_ms = v;
 		} else if (!strcmp(id, "after_ms") && snd_config_get_integer(n, &v) >= 0) {
 			p->after_ms = v;
+		} else if (!strcmp(id, "away_ms") && snd_config_get_integer(n, &v) >= 0) {
+			p->away_ms = v;
+		} else if (!strcmp(id, "skip") && snd_config_get_integer(n, &v) >= 0) {
+			p->skip = v;
 		} else {
 			SNDERR("crierfail: unknown field %s", id);
 			free(p);
@@ -259,8 +276,22 @@ SND_PCM_PLUGIN_DEFINE_FUNC(crierfail)
 		}
 	}
 	p->armed = strcmp(p->mode, "none") && !(p->marker && access(p->marker, F_OK) == 0);
+	struct stat st;
+	if (p->marker && p->away_ms > 0 && stat(p->marker, &st) == 0) {
+		struct timespec t;
+		clock_gettime(CLOCK_REALTIME, &t);
+		double since = (t.tv_sec - st.st_mtim.tv_sec) + (t.tv_nsec - st.st_mtim.tv_nsec) / 1e9;
+		if (since * 1000 < p->away_ms) {
+			say(p, "away");
+			free(p->marker);
+			free(p->log);
+			free(p);
+			return -ENODEV;
+		}
+	}
 	p->last_loud = -1;
 	p->last_sound = -1;
+	p->passed = -1;
 	p->timer = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (p->timer < 0) {
 		free(p);

@@ -9,6 +9,7 @@ does. What was queued in it never plays. The order whose clip's end was queued i
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 
@@ -24,7 +25,7 @@ BUFFER_MS = 600
 QUIET_MS = 350
 
 
-def failing_device(box, mode, after_ms=500):
+def failing_device(box, mode, after_ms=500, skip=0, away_ms=0):
     """Builds the plugin into the box and names it `failing` in the box's asoundrc."""
     if not shutil.which("gcc") or not os.path.exists("/usr/include/alsa/pcm_external.h"):
         pytest.skip("needs gcc and the ALSA headers (libasound2-dev)")
@@ -34,8 +35,8 @@ def failing_device(box, mode, after_ms=500):
     log = box.tmp / "pcm.log"
     alsa = box.tmp / "xdg" / "alsa" / "asoundrc"
     alsa.write_text(alsa.read_text() + 'pcm_type.crierfail { lib "%s" }\n' % lib +
-                    'pcm.failing { type crierfail mode "%s" quiet_ms %d after_ms %d marker "%s" log "%s" }\n' % (
-                        mode, QUIET_MS, after_ms, box.tmp / "pcm.failed", log))
+                    'pcm.failing { type crierfail mode "%s" quiet_ms %d after_ms %d skip %d away_ms %d marker "%s" log "%s" }\n' % (
+                        mode, QUIET_MS, after_ms, skip, away_ms, box.tmp / "pcm.failed", log))
     return log
 
 
@@ -139,4 +140,57 @@ def test_a_device_that_dies_after_the_clip_had_played_leaves_the_ack_alone(box):
     closes = [f for e, f in ev if e == "close"]
     assert closes[0]["loud_frames"] > 0 and all(c["loud_frames"] == 0 for c in closes[1:]), ev
     assert len(re.findall(r"INFO alert: saying ids=LOSS-2 ", err)) == 1, err
+    assert_log_matches_acks(err, acks)
+
+
+def test_a_coalesced_alert_cut_at_shutdown_acks_only_what_played_before_the_device_died(box):
+    """SIGTERM in a nine-order announcement: the grace period ends, the clip fades out, and the
+    device dies with that fade (and what came before it) still queued. Only the orders whose
+    part had left the device are acked `spoken`; before, every part up to where the fade began
+    was, although its last ~250 ms never played."""
+    # The end of T-0 plays; once lost, the device stays away while crier stops.
+    log = failing_device(box, "queued", skip=1, away_ms=30000)
+    srv = RawServer()
+    crier = run_crier(box, srv.port, CONF)
+    try:
+        c = connect(srv)
+        acks = Acks(c)
+        crier.wait_for(r"INFO audio: opened")
+        send_order(c, "T-0", text="请稍候")
+        crier.wait_for(r"INFO alert: saying ids=T-0")
+        for i in range(1, 10):
+            send_order(c, "N-%d" % i, kind="new_customer", number=100 + i * 11)
+        crier.wait_for(r"INFO alert: saying ids=N-1,N-2,N-3,N-4,N-5,N-6,N-7,N-8,N-9 ", timeout=30)
+        said = crier.wait_for(r"INFO alert: synthesized ids=N-1,N-2,N-3,N-4,N-5,N-6,N-7,N-8,N-9 ", timeout=30)[0]
+        seconds = float(re.search(r"seconds=([\d.]+)", said).group(1))
+        time.sleep(1)
+        crier.p.send_signal(signal.SIGTERM)
+        acks.drain(timeout=12)
+        rc = crier.stop()
+    finally:
+        crier.stop()
+    assert rc == 0
+    err = "\n".join(crier.lines())
+    f = [f for e, f in events(log) if e == "fail"]
+    assert len(f) == 1 and f[0]["why"] == "end_queued", events(log)
+    f = f[0]
+    rate = f["rate"]
+    cut = re.search(r"WARN audio: lost before a stopped clip's fade-out had played; heard (\d+) ms of it, "
+                    r"not the (\d+) ms before its fade", err)
+    assert cut, err[-3000:]
+    heard_ms, before_ms = int(cut.group(1)), int(cut.group(2))
+    unplayed_ms = f["unplayed_loud"] * 1000 // rate
+    print("\nSIGTERM in a %.1f s announcement, buffer %d ms: the device died %d ms before the fade's end played; "
+          "heard %d ms, not %d ms" % (seconds, BUFFER_MS, unplayed_ms, heard_ms, before_ms))
+    # What had not played is not counted heard (the fade is 5 ms; the estimate may only err low).
+    assert before_ms - heard_ms >= unplayed_ms - 5 - 1, (before_ms, heard_ms, unplayed_ms)
+    heard = re.search(r"INFO alert: not heard in full ids=(\S+) heard_s=([\d.]+)", err)
+    assert heard, err[-3000:]
+    assert abs(float(heard.group(2)) - heard_ms / 1000) <= 0.051
+    spoken = [i for i in range(1, 10) if acks.status("N-%d" % i) == ["spoken"]]
+    assert all(acks.status("N-%d" % i) == [] for i in range(1, 10) if i not in spoken)
+    assert spoken == list(range(1, len(spoken) + 1))
+    assert heard.group(1) == ",".join("N-%d" % i for i in range(len(spoken) + 1, 10))
+    # Parts are about equally long: the acked ones fit in what had played.
+    assert len(spoken) <= 9 * (heard_ms / 1000) / seconds + 1.5, (spoken, heard_ms, seconds)
     assert_log_matches_acks(err, acks)
