@@ -595,8 +595,8 @@ public final class AudioEngine: Sendable {
                         engine.statsBox.withLock { $0.gapFrames += UInt64(r.gapFrames) }
                     }
                     for f in r.finished {
-                        pending.append(QueuedClipEnd(id: f.id, end: before + UInt64(f.endFrame), heard: f.heard, tail: f.tail,
-                                                     stopped: f.tail > 0))
+                        pending.append(QueuedClipEnd(id: f.id, end: before + UInt64(f.endFrame), quiet: f.quiet, heard: f.heard,
+                                                     tail: f.tail, stopped: f.tail > 0))
                     }
                 }
                 let (ducked, under) = (music.mix.envelope.isDucked, music.mix.underrunFrames)
@@ -649,13 +649,18 @@ public final class AudioEngine: Sendable {
             let played = playhead.played
             let rate = mixer.format.rate
             if !pending.isEmpty {
-                log.debug("device lost with clip ends queued", ["played": played, "ends": pending.map { "\($0.end)" }.joined(separator: ",")])
+                log.debug("device lost with clip ends queued", ["played": played, "ends": pending.map { "\($0.end)" }.joined(separator: ","),
+                                                                "audible_ends": pending.map { "\($0.audibleEnd)" }.joined(separator: ",")])
             }
             for var p in pending {
                 // A stop asked for after its last frame was rendered: not said again either.
                 if stoppedIDs.contains(p.id) { p.stopped = true }
                 switch p.fate(played: played) {
                 case .ended(let heard):
+                    if p.end > played {
+                        log.info("lost with the last \(p.unplayed(played: played) * 1000 / rate) ms of a clip still queued, all of it silence after its last word; heard, not said again",
+                                 ["device": config.device, "clip": p.id])
+                    }
                     finish(p.id, p.stopped ? .stopped : .played, heard: heard)
                 case .cut(let heard):
                     log.warning("lost before a stopped clip's fade-out had played; heard \(heard * 1000 / rate) ms of it, not the \(p.heard * 1000 / rate) ms before its fade",
@@ -665,7 +670,7 @@ public final class AudioEngine: Sendable {
                     let ms = p.unplayed(played: played) * 1000 / rate
                     if replay, let c = clips[p.id] {
                         log.warning("lost with the last \(ms) ms of a clip still queued; not heard, it plays again from its start when the device is back",
-                                    ["device": config.device, "clip": p.id])
+                                    ["device": config.device, "clip": p.id, "unplayed_sound_ms": p.unplayedSound(played: played) * 1000 / rate])
                         mixer.add(id: p.id, clip: c.clip, gain: c.gain, ducks: c.ducks)
                     } else {
                         log.warning("lost with the last \(ms) ms of a clip still queued while stopping; not heard",
@@ -691,7 +696,8 @@ public final class AudioEngine: Sendable {
                 let r = render(into: &buf, frames: frames, historyLimit: 0)
                 do throws(AudioError) { try device.write(buf, frames: frames) { _ in } } catch { ok = false }
                 for f in r.finished {
-                    pending.append(QueuedClipEnd(id: f.id, end: written + UInt64(f.endFrame), heard: f.heard, tail: f.tail, stopped: true))
+                    pending.append(QueuedClipEnd(id: f.id, end: written + UInt64(f.endFrame), quiet: f.quiet, heard: f.heard,
+                                                 tail: f.tail, stopped: true))
                 }
                 written += UInt64(frames)
             }

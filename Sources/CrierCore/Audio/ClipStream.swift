@@ -141,6 +141,20 @@ public final class ClipStream: Sendable {
 }
 
 extension ClipStream {
+    /// The samples just before frame `end` that are silence (`Mixer.quietEnd`), at most `limit`.
+    /// Frames at or past what was written count as silence: the mixer played them as such.
+    public func quietEnd(before end: Int, limit: Int) -> Int {
+        state.withLock { s in
+            var i = end
+            while i > 0 && end - i < limit {
+                let p = i - 1
+                if p < s.count, abs(s.blocks[p / Self.blockSize][p % Self.blockSize]) > Mixer.audibleThreshold { break }
+                i -= 1
+            }
+            return end - i
+        }
+    }
+
     /// True when at least `n` samples are there or the writer has finished; otherwise the next
     /// append wakes the reader.
     public func available(atLeast n: Int) -> Bool {

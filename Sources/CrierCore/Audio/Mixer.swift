@@ -121,8 +121,10 @@ public struct Mixer: Sendable {
         /// many frames of the clip were heard in full (all of it, or up to where a stop's fade
         /// began), and the frames of a stop's fade-out that follow those (0 for a clip that
         /// played to its own end): what a device lost before the end played takes back
-        /// (`QueuedClipEnd`).
-        public var finished: [(id: UInt64, endFrame: Int, heard: Int, tail: Int)] = []
+        /// (`QueuedClipEnd`); and `quiet`, the clip frames just before its end (its own or a
+        /// stop's) that are silence (`Mixer.quietEnd`): once the frame before those has played,
+        /// every word of it was heard.
+        public var finished: [(id: UInt64, endFrame: Int, heard: Int, tail: Int, quiet: Int)] = []
         /// True when every sample of the block is silence from the mixer's point of view.
         public var silent = true
         /// Streamed clips that ran out of samples in this block (synthesis behind playback).
@@ -132,7 +134,8 @@ public struct Mixer: Sendable {
 
         public static func == (a: Rendered, b: Rendered) -> Bool {
             a.started == b.started && a.silent == b.silent && a.gaps == b.gaps && a.gapFrames == b.gapFrames
-                && a.finished.elementsEqual(b.finished, by: { $0.id == $1.id && $0.endFrame == $1.endFrame && $0.heard == $1.heard && $0.tail == $1.tail })
+                && a.finished.elementsEqual(b.finished, by: { $0.id == $1.id && $0.endFrame == $1.endFrame && $0.heard == $1.heard && $0.tail == $1.tail
+                    && $0.quiet == $1.quiet })
         }
     }
 
@@ -186,7 +189,8 @@ public struct Mixer: Sendable {
             }
             v.position += n
             if v.position >= end {
-                result.finished.append((v.id, n, v.stoppedFrom ?? v.clip.samples.count, v.stoppedFrom.map { end - $0 } ?? 0))
+                result.finished.append((v.id, n, v.stoppedFrom ?? v.clip.samples.count, v.stoppedFrom.map { end - $0 } ?? 0,
+                                        Self.quietEnd(v.clip.samples, before: end, limit: quietScanLimit)))
             } else {
                 remaining.append(v)
             }
@@ -227,7 +231,7 @@ extension Mixer {
                                _ result: inout Rendered) -> Bool {
         if !v.ready {
             if v.stopAt != nil {
-                result.finished.append((v.id, 0, 0, 0))
+                result.finished.append((v.id, 0, 0, 0, 0))
                 return false
             }
             return true  // `pollStreams` says when it can start
@@ -275,10 +279,32 @@ extension Mixer {
         }
         if endAt == nil, let end = v.stopAt ?? total, v.position >= end { endAt = frames }
         if let e = endAt {
-            result.finished.append((v.id, e, v.stoppedFrom ?? (total ?? v.position), v.stoppedFrom.map { (v.stopAt ?? $0) - $0 } ?? 0))
+            result.finished.append((v.id, e, v.stoppedFrom ?? (total ?? v.position), v.stoppedFrom.map { (v.stopAt ?? $0) - $0 } ?? 0,
+                                    st.quietEnd(before: v.position, limit: quietScanLimit)))
             return false
         }
         return true
+    }
+}
+
+extension Mixer {
+    /// A clip sample at or below this magnitude (full scale 1) is silence: -60 dBFS, the level
+    /// `SilenceTrim` drops before speech starts, so speech ends by the same measure it starts.
+    /// espeak's last consonant fades through ≈ -40 dBFS; what follows it is digital silence.
+    public static let audibleThreshold = Float(SilenceTrim.threshold)
+
+    /// How far back from a clip's end `quietEnd` looks (4 s at the mixer's rate): beyond that
+    /// it stops and counts what it did not look at as sound, which only ever makes a clip count
+    /// as heard later. Bounds the audio thread's work for a clip that is silence throughout.
+    var quietScanLimit: Int { format.rate * 4 }
+
+    /// The frames just before `end` that are silence (|sample| ≤ `audibleThreshold`), at most
+    /// `limit`: the clip's audible end is `end` minus these.
+    public static func quietEnd(_ samples: [Float], before end: Int, limit: Int) -> Int {
+        let end = min(end, samples.count)
+        var i = end
+        while i > 0 && end - i < limit && abs(samples[i - 1]) <= audibleThreshold { i -= 1 }
+        return end - i
     }
 }
 

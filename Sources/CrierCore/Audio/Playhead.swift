@@ -31,11 +31,16 @@ public struct Playhead: Sendable, Equatable {
     }
 }
 
-/// A clip whose last frame was written to the device but may still be queued in it.
+/// A clip whose last frame was written to the device but may still be queued in it. It counts
+/// as heard once its last audible frame has played: the silence after that carries no word.
 public struct QueuedClipEnd: Sendable, Equatable {
     public var id: UInt64
     /// Stream frame just past the clip's last frame (its fade-out included).
     public var end: UInt64
+    /// Stream frame just past the clip's last audible frame (`Mixer.audibleThreshold`): what
+    /// follows it to `end` is silence (espeak ends each utterance with ~300 ms of it). Once this
+    /// has played every word of the clip was heard. At most `end`; `end` when not known.
+    public var audibleEnd: UInt64
     /// Frames of the clip heard once `end` has played: all of it, or up to where a stop's
     /// fade-out began (`Mixer.Rendered.finished`).
     public var heard: Int
@@ -45,9 +50,14 @@ public struct QueuedClipEnd: Sendable, Equatable {
     /// The clip was stopped (cancel, a more urgent order, shutdown): it is not said again.
     public var stopped: Bool
 
-    public init(id: UInt64, end: UInt64, heard: Int, tail: Int = 0, stopped: Bool = false) {
+    /// `quiet`: the clip frames before `end` that are silence (`Mixer.Rendered.finished`);
+    /// `audibleEnd` is `end` minus those.
+    public init(id: UInt64, end: UInt64, quiet: Int = 0, heard: Int, tail: Int = 0, stopped: Bool = false) {
         self.id = id
         self.end = end
+        // A streamed clip's gap silence adds stream frames that are no clip frames: counting
+        // back clip frames from the end can only land at or after the real audible end.
+        self.audibleEnd = end - min(end, UInt64(max(0, quiet)))
         self.heard = heard
         self.tail = tail
         self.stopped = stopped
@@ -55,17 +65,18 @@ public struct QueuedClipEnd: Sendable, Equatable {
 
     /// What becomes of the clip when the device is lost after `played` stream frames had played.
     public enum Fate: Sendable, Equatable {
-        /// Its last frame had played: it ends as it would have, `heard` frames heard.
+        /// Its last audible frame had played (only silence, if anything, was lost): it ends
+        /// as it would have, `heard` frames heard.
         case ended(heard: Int)
-        /// A stopped clip whose fade-out had not all played: only `heard` frames were heard.
+        /// A stopped clip whose audible part had not all played: only `heard` frames were heard.
         case cut(heard: Int)
-        /// A clip that was still playing: kept, and played again from its start when the device
+        /// A clip whose audible part had not all played: kept, and played again from its start when the device
         /// is back, like the clips the mixer had not finished (nothing is acked for it now).
         case again
     }
 
     public func fate(played: UInt64) -> Fate {
-        if end <= played { return .ended(heard: heard) }
+        if audibleEnd <= played { return .ended(heard: heard) }
         guard stopped else { return .again }
         // Stream frames between the heard part's end and what played: each carried at most one
         // frame of the clip (a streamed clip's gap silence carries none), so the clip frames
@@ -76,4 +87,6 @@ public struct QueuedClipEnd: Sendable, Equatable {
 
     /// Frames of the clip's end that had not played: what counting it heard would have lost.
     public func unplayed(played: UInt64) -> Int { end > played ? Int(clamping: end - played) : 0 }
+    /// Of those, the frames up to the audible end: what of its sound had not played.
+    public func unplayedSound(played: UInt64) -> Int { audibleEnd > played ? Int(clamping: audibleEnd - played) : 0 }
 }
