@@ -14,6 +14,9 @@
  *                  while that frame has not played yet: a clip's end is lost in the buffer;
  *   mode "played": once the pointer is `after_ms` past the last loud frame (and that was
  *                  followed by `quiet_ms` of silence): the clip's end had played;
+ *   mode "tail":   once the pointer is `after_ms` past the last frame not exactly silent (and
+ *                  the last loud one was followed by `quiet_ms` of written silence): every
+ *                  sound of the clip had played, its silent end may still be queued;
  *   skip N:        let the first N clip ends pass (default 0);
  *   away_ms N:     after failing, opening fails (ENODEV) for N ms: the device is away (default 0);
  *   marker FILE:   fail only while FILE does not exist; it is created on failing, so the device
@@ -109,6 +112,8 @@ static void check(fpcm *p, long long appl)
 		fail(p, "end_queued");
 	else if (!strcmp(p->mode, "played") && p->hw >= p->last_loud + frames(p, p->after_ms))
 		fail(p, "end_played");
+	else if (!strcmp(p->mode, "tail") && p->hw > p->last_sound + frames(p, p->after_ms))
+		fail(p, "sound_played");
 }
 
 /* Moves the pointer to the clock; -EPIPE when it passed what was written (an underrun). */

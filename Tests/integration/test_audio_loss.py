@@ -143,6 +143,57 @@ def test_a_device_that_dies_after_the_clip_had_played_leaves_the_ack_alone(box):
     assert_log_matches_acks(err, acks)
 
 
+def test_a_device_that_dies_with_only_the_clips_silent_end_queued_does_not_say_it_again(box):
+    """espeak ends each utterance in ~300 ms of digital silence. The device dies 60 ms after the
+    clip's last sound played, its silent end still queued: every word was heard, so the order is
+    acked `spoken` once, at the failure, and not said again (a clip counts heard once its last
+    audible frame has played). Before, it counted as not heard and was said a second time."""
+    log = failing_device(box, "tail", after_ms=60)
+    srv = RawServer()
+    crier = run_crier(box, srv.port, CONF + "log.level = debug\n")
+    try:
+        c = connect(srv)
+        acks = Acks(c)
+        crier.wait_for(r"INFO audio: opened")
+        send_order(c, "LOSS-3", kind="new_customer", number=42)
+        crier.wait_for(r"ERROR audio: .*keeping queued speech and reopening", timeout=30)
+        crier.wait_for(r"INFO audio: opened .*after=", timeout=30)
+        acks.read_until(lambda a: a["id"] == "LOSS-3", timeout=30)
+        acks.drain(timeout=2)
+    finally:
+        rc = crier.stop()
+    assert rc == 0
+    err = "\n".join(crier.lines())
+    ev = events(log)
+    fails = [f for e, f in ev if e == "fail"]
+    assert len(fails) == 1 and fails[0]["why"] == "sound_played" and fails[0]["unplayed_loud"] == 0, ev
+    # Acked once (at the failure), nothing said again on the device that came back: what failed
+    # before this rule (the clip counted as not heard and played a second time).
+    assert "not heard, it plays again" not in err, err[-3000:]
+    assert acks.status("LOSS-3") == ["spoken"], err[-3000:]
+    closes = [f for e, f in ev if e == "close"]
+    assert closes[0]["loud_frames"] > 0 and all(c["loud_frames"] == 0 for c in closes[1:]), ev
+    assert len(re.findall(r"INFO alert: saying ids=LOSS-3 ", err)) == 1, err
+    assert re.search(r"INFO audio: lost with the last \d+ ms of a clip still queued, all of it silence after its last "
+                     r"word; heard, not said again device=failing clip=\d+", err), err[-3000:]
+    f = fails[0]
+    rate = f["rate"]
+    at = re.search(r"DEBUG audio: device lost with clip ends queued played=(\d+) ends=(\d+) audible_ends=(\d+)", err)
+    assert at, err[-3000:]
+    played, end, audible = (int(g) for g in at.groups())
+    print("\nthe clip's last sound at +%d ms, its end at +%d ms: %d ms of silent end (%d ms of it after its last "
+          "frame above -60 dBFS); the device died %d ms after the last sound with %d ms of that silence queued; "
+          "the engine's playhead %d ms past the audible end" % (
+              (f["last_sound"] + 1) * 1000 // rate, end * 1000 // rate, (end - f["last_sound"] - 1) * 1000 // rate,
+              (end - audible) * 1000 // rate, (f["hw"] - f["last_sound"] - 1) * 1000 // rate,
+              (end - f["hw"]) * 1000 // rate, (played - audible) * 1000 // rate))
+    # The case is real: the clip's end was still queued (before, that alone made it "not heard").
+    assert played <= f["hw"] < end, (played, f["hw"], end)
+    # Its audible end is at most a fade (5 ms) past its last non-zero frame, and had played.
+    assert f["last_loud"] < audible <= f["last_sound"] + 1 + rate // 200 and audible <= played, (f, audible, played)
+    assert_log_matches_acks(err, acks)
+
+
 def test_a_coalesced_alert_cut_at_shutdown_acks_only_what_played_before_the_device_died(box):
     """SIGTERM in a nine-order announcement: the grace period ends, the clip fades out, and the
     device dies with that fade (and what came before it) still queued. Only the orders whose
