@@ -2,8 +2,8 @@ import Testing
 @testable import CrierCore
 
 /// What a device lost with a clip's end still queued had played (issue 31, item 5): the playhead
-/// stops at the device's last good answer, and a clip counts as heard only if its last frame had
-/// played by then.
+/// stops at the device's last good answer, and a clip counts as heard only if its last audible
+/// frame had played by then (its silent end need not have).
 @Suite struct PlayheadTests {
     @Test func thePlayheadIsTheLastGoodAnswerAndNeverGoesBack() {
         var p = Playhead()

@@ -290,7 +290,7 @@ extension Mixer {
 extension Mixer {
     /// A clip sample at or below this magnitude (full scale 1) is silence: -60 dBFS, the level
     /// `SilenceTrim` drops before speech starts, so speech ends by the same measure it starts.
-    /// espeak's last consonant fades through ≈ -40 dBFS; what follows it is digital silence.
+    /// What follows espeak's last word is ~300 ms of digital silence (docs/audio.md).
     public static let audibleThreshold = Float(SilenceTrim.threshold)
 
     /// How far back from a clip's end `quietEnd` looks (4 s at the mixer's rate): beyond that
