@@ -144,11 +144,11 @@ def test_a_device_that_dies_after_the_clip_had_played_leaves_the_ack_alone(box):
 
 
 def test_a_device_that_dies_with_only_the_clips_silent_end_queued_does_not_say_it_again(box):
-    """espeak ends each utterance in ~300 ms of digital silence. The device dies 60 ms after the
+    """espeak ends each utterance in ~300 ms of digital silence. The device dies 120 ms after the
     clip's last sound played, its silent end still queued: every word was heard, so the order is
     acked `spoken` once, at the failure, and not said again (a clip counts heard once its last
     audible frame has played). Before, it counted as not heard and was said a second time."""
-    log = failing_device(box, "tail", after_ms=60)
+    log = failing_device(box, "tail", after_ms=120)
     srv = RawServer()
     crier = run_crier(box, srv.port, CONF + "log.level = debug\n")
     try:
