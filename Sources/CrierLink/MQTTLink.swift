@@ -9,7 +9,8 @@ public protocol OrderLinking: AnyObject, Sendable {
     func start()
     func stop()
     func abandon()
-    func send(_ ack: Ack, reply: Bool)
+    /// Queues an ack; says whether it goes out or why not (an answer the server already has).
+    @discardableResult func send(_ ack: Ack, reply: Bool) -> AckOutbox.Outcome
     var lastProgress: Double { get }
     var isConnected: Bool { get }
     /// The volume changed (MQTT: the retained `online` status carries it).
@@ -109,12 +110,14 @@ public final class MQTTLink: OrderLinking {
         wake.wake()
     }
 
-    public func send(_ ack: Ack, reply: Bool) {
-        let (dropped, count) = ackStore.with { o -> (Ack?, Int) in (o.add(ack, reply: reply), o.dropped) }
-        if let d = dropped, count == 1 || count % 1000 == 0 {
+    @discardableResult
+    public func send(_ ack: Ack, reply: Bool) -> AckOutbox.Outcome {
+        let (r, count) = ackStore.with { o in (o.offer(ack, reply: reply), o.dropped) }
+        if let d = r.dropped, count == 1 || count % 1000 == 0 {
             log.warning("too many undelivered acks; dropped the oldest", ["id": d.id, "status": d.status.rawValue, "dropped": count])
         }
         wake.wake()
+        return r.outcome
     }
 
     public func start() {
@@ -556,7 +559,13 @@ public final class MQTTLink: OrderLinking {
         if pongs > 0 { ackStore.with { o in for _ in 0..<pongs { _ = o.pong() } } }
         for a in arrivals {
             switch a {
-            case .entry(.order(let o)): onEvent(.order(o))
+            case .entry(.order(let o)):
+                // Every delivery asks for an answer: an order server republishes an order whose
+                // ack it lacks (the broker's PUBACK of our ack says nothing about the server).
+                // Without this, an ack already confirmed on this connection swallowed the
+                // dedupe's answer: logged "acked again", nothing published (issue 31).
+                ackStore.with { $0.deliveredAgain(o.id) }
+                onEvent(.order(o))
             case .entry(.cancel(let id)): onEvent(.cancel(id: id))
             case .rejected(let ack):
                 // Answered here, into the outbox file before the PUBACK: a crash cannot lose it.

@@ -129,20 +129,22 @@ public final class OrderLink: Sendable {
     /// and stays in the outbox (and its file) until the server has it, answering a redelivery
     /// of its order meanwhile (docs/protocol.md, section 6a). Any thread.
     /// `reply`: the answer to a server's cancel, sent even if this connection delivered it before.
-    public func send(_ ack: Ack, reply: Bool = false) {
+    @discardableResult
+    public func send(_ ack: Ack, reply: Bool = false) -> AckOutbox.Outcome {
         let connected = isConnected
-        let (dropped, count) = ackStore.with { o -> (Ack?, Int) in
-            let d = o.add(ack, reply: reply)
+        let (outcome, dropped, count) = ackStore.with { o -> (AckOutbox.Outcome, Ack?, Int) in
+            let r = o.offer(ack, reply: reply)
             // Connected: it goes out at once, so the file write that records the ack also marks
             // it written (one write, not two, before it may be sent).
             if connected { o.flagUnwritten() }
-            return (d, o.dropped)
+            return (r.outcome, r.dropped, o.dropped)
         }
         if let d = dropped, count == 1 || count % 1000 == 0 {
             log.warning("too many undelivered acks; dropped the oldest (the server redelivers its order)",
                         ["id": d.id, "status": d.status.rawValue, "dropped": count, "max": options.maxPendingAcks])
         }
         wake.wake()
+        return outcome
     }
 
     public var isConnected: Bool { shared.withLock { $0.connected } }

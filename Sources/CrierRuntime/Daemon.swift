@@ -356,14 +356,18 @@ public actor Daemon {
     /// can never tell different stories (issue 13, item 16). `again`: a repeated ack (a
     /// redelivery or a cancel of an order already final).
     func report(_ ack: Ack, again: Bool = false, reply: Bool = false, _ extra: KeyValuePairs<String, any CustomStringConvertible> = [:]) {
-        link?.send(ack, reply: reply)
+        let outcome = link?.send(ack, reply: reply)
         if ack.status == .rejected { queue.rememberRejection(ack) }
         var fields: [(String, String)] = [("id", ack.id)]
         if ack.status != .spoken || again { fields.append(("status", ack.status.rawValue)) }
         if let r = ack.reason { fields.append(("reason", r)) }
         if let m = ack.message { fields.append(("why", m)) }
         for (k, v) in extra { fields.append((k, v.description)) }
-        let message = (again ? "acked again: " : "") + ack.status.rawValue
+        // v1: a redelivery that crossed its ack on one connection is not answered twice
+        // (protocol §6a); the log says so instead of "acked again" (issue 31).
+        let swallowed = again && outcome == .confirmedHere
+        if swallowed { fields.append(("sent", "no: the server confirmed this ack on this connection")) }
+        let message = (swallowed ? "not acked again: " : again ? "acked again: " : "") + ack.status.rawValue
         alertLog.hub.emit(ack.status == .rejected && !again ? .warning : .info, alertLog.component, message, fields)
     }
 

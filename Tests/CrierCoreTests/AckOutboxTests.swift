@@ -283,6 +283,36 @@ struct AckOutboxTests {
         #expect(o.count == 1, "redelivered on a new connection: the server lost it, ack again")
     }
 
+    @Test("MQTT: an order delivered again is answered again, even when this connection confirmed or is sending the same ack (issue 31)")
+    func deliveredAgainIsAnswered() {
+        var o = AckOutbox()
+        o.connectionStarted()
+        o.add(.spoken("m"))
+        #expect(ids(o.takeUnwritten()) == ["m"])
+        o.deliveredAgain("m")  // republished while the ack waits for its PUBACK
+        #expect(o.offer(.spoken("m")).outcome == .queued, "the republish gets its own ack")
+        #expect(ids(o.takeUnwritten()) == ["m"])
+        o.pinged(now: 1)
+        #expect(o.pong() == 1)
+        #expect(o.offer(.spoken("m")).outcome == .confirmedHere, "a plain re-add (v1's crossed redelivery) is still swallowed")
+        for _ in 0..<3 {  // republished after the PUBACK, again and again: each answered once
+            o.deliveredAgain("m")
+            #expect(o.offer(.spoken("m")).outcome == .queued)
+            #expect(ids(o.takeUnwritten()) == ["m"])
+            o.pinged(now: 2)
+            #expect(o.pong() == 1)
+        }
+        #expect(o.offer(.spoken("m")).outcome == .confirmedHere, "one reply per delivery, not a licence for ever")
+        o.deliveredAgain("never-acked")  // unknown to the outbox: nothing remembered
+        o.add(.spoken("never-acked"))
+        _ = o.takeUnwritten()
+        o.pinged(now: 3)
+        o.pong()
+        #expect(o.offer(.spoken("never-acked")).outcome == .confirmedHere)
+        o.add(.spoken("w"))
+        #expect(o.offer(.spoken("w")).outcome == .sendingHere)
+    }
+
     @Test("takeNext hands out a backlog one by one, in order, each once per connection")
     func takeNext() {
         var o = AckOutbox()

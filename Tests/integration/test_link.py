@@ -231,6 +231,41 @@ def loopback_listener():
     return listener, listener.getsockname()[1]
 
 
+def test_a_redelivery_on_the_same_connection_after_the_pong_is_not_acked_twice_and_the_log_says_so(box):
+    """Issue 31 item 3, v1 side: an order sent again on the connection whose pong already
+    confirmed its ack crossed that ack on the wire (section 6a): no second ack line. The log
+    used to say `acked again: spoken` all the same; it must say nothing was sent."""
+    listener, port = loopback_listener()
+    order = {"type": "order", "id": "SC-1", "kind": "new_customer", "number": 5}
+    got = []
+    crier = crier_run(box, port, "link.heartbeat = 2\n")
+    try:
+        c = ScriptedConn(listener)
+        assert c.line(10)["type"] == "hello"
+        c.send({"type": "welcome"}, order)
+        c.acks(got, 30, until=lambda a: len(a) >= 1)
+        assert got == [{"type": "ack", "id": "SC-1", "status": "spoken"}], got
+        # the ping after the ack, answered: the ack is confirmed on this connection
+        while True:
+            m = c.line(10)
+            assert m is not None, "no ping after the ack"
+            if m["type"] == "ping":
+                c.send({"type": "pong"})
+                break
+        time.sleep(0.3)
+        c.send(order)
+        crier.wait_for(r"INFO alert: not acked again: spoken id=SC-1 .*sent=\"no: the server confirmed this ack on this connection\"")
+        c.acks(got, 2)
+        c.close()
+    finally:
+        crier.stop()
+        listener.close()
+    assert got == [{"type": "ack", "id": "SC-1", "status": "spoken"}], got
+    log = "\n".join(crier.lines())
+    assert "INFO alert: acked again: spoken id=SC-1" not in log, log[-2000:]
+    assert log.count("INFO alert: spoken id=SC-1") == 1
+
+
 @pytest.mark.parametrize("redeliver", [False, True])
 def test_an_ack_written_before_a_drop_is_not_resent_and_a_redelivery_is_answered_once(box, redeliver):
     """Issue 13 item 18 (chaos seeds 66466, 67856): the ack is written, the connection ends

@@ -668,3 +668,31 @@ def test_an_ack_in_flight_when_the_connection_drops_is_delivered_by_its_puback_i
         assert not [l for l in log if "alert: spoken id=R-1" in l], log
     finally:
         b.close()
+
+
+def test_a_republished_order_is_answered_each_time_while_the_connection_stays_up(box, broker):
+    """Issue 31 item 3: protocol §15 tells a server to republish an order it has no ack for, and
+    the box's dedupe must answer it. The first ack's PUBACK used to put the id among the acks
+    "confirmed on this connection", which swallowed every later answer: the log said `acked
+    again: spoken` and the broker got nothing. What swallowed it is a per-connection memory, not
+    a timer: a republish 1 s later and one after a keepalive round trip (link.heartbeat = 5: a
+    PINGREQ/PINGRESP in between) must each get an ack on the wire, and the order is said once."""
+    sub = broker.subscriber("crier/box1/acks")
+    box_conf(box, broker)
+    crier = run_box(box)
+    try:
+        crier.wait_for(r"INFO link: connected")
+        broker.publish("crier/box1/orders", order("RP-1"))
+        sub.wait_for(r'"id":"RP-1","status":"spoken"', which="out", timeout=30)
+        for n, pause in enumerate([1, 0.2, 6], start=2):
+            time.sleep(pause)
+            broker.publish("crier/box1/orders", order("RP-1"))
+            crier.wait_for(r"INFO alert: acked again: spoken id=RP-1", count=n - 1, timeout=20)
+            sub.wait_for(r'"id":"RP-1","status":"spoken"', which="out", count=n, timeout=10)
+        time.sleep(0.5)
+    finally:
+        assert crier.stop() == 0
+    sub.stop()
+    assert len(acks(sub, "RP-1")) == 4, sub.lines("out")
+    assert len([l for l in crier.lines() if "alert: spoken id=RP-1" in l]) == 1
+    assert not [l for l in crier.lines() if "not acked again" in l]

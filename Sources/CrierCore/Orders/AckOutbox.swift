@@ -68,6 +68,8 @@ public struct AckOutbox: Sendable {
     /// was most of the anonymous memory a long run added (issue 16). At worst, an ack older
     /// than that is sent twice, which the protocol allows.
     private var deliveredHere = RecentOutcomes<Ack.Status>(capacity: AckOutbox.deliveredMemory)
+    /// Ids delivered again (`deliveredAgain`) whose next ack is a reply.
+    private var askedAgain: Set<String> = []
     /// How many confirmed acks `deliveredHere` remembers.
     static let deliveredMemory = 1024
     /// Confirmed acks remembered against crossed redeliveries (for tests: stays ≤ its bound).
@@ -88,6 +90,18 @@ public struct AckOutbox: Sendable {
     /// Entries written on an earlier connection (or before a restart), not yet confirmed.
     public var staleCount: Int { index(after: staleThrough) }
 
+    /// What `offer` did with an ack.
+    public enum Outcome: Sendable, Equatable {
+        /// It goes out (at once, or after the next connect).
+        case queued
+        /// Not sent: this connection's server confirmed the same answer (a redelivery that
+        /// crossed the ack on the wire, v1 section 6a).
+        case confirmedHere
+        /// Not sent again: the same answer is already waiting to go out, or went out on this
+        /// connection and waits for its confirmation; that one line answers this too.
+        case sendingHere
+    }
+
     /// Queues an ack. A second ack for the same id with another status replaces the first (the
     /// newest status is what the box means); with the same status it changes nothing, unless
     /// the one here went to an earlier connection (then it goes out again: someone asked).
@@ -97,20 +111,25 @@ public struct AckOutbox: Sendable {
     /// gets an answer.
     @discardableResult
     public mutating func add(_ ack: Ack, reply: Bool = false) -> Ack? {
+        offer(ack, reply: reply).dropped
+    }
+
+    /// `add`, saying what became of the ack (for a log line that tells the truth).
+    public mutating func offer(_ ack: Ack, reply: Bool = false) -> (outcome: Outcome, dropped: Ack?) {
         // A rejection answers one delivery (`queue_full` invites the server to send the order
         // again, and that delivery needs its own answer): never folded into an earlier one, or
         // a server that resends on each rejection waits for ever (found by the chaos run).
         // A written rejection leaves the outbox at once (takeNext, takeUnwritten): it is no
         // outcome to keep (a lost one is answered again at the next delivery), and a flood of
         // them must fill neither memory nor the file (rejections are never in the file).
-        let reply = reply || ack.status == .rejected
-        if !reply, deliveredHere[ack.id] == ack.status { return nil }
+        let reply = reply || ack.status == .rejected || askedAgain.remove(ack.id) != nil
+        if !reply, deliveredHere[ack.id] == ack.status { return (.confirmedHere, nil) }
         var changesFile = ack.status != .rejected
         if let old = seqOf[ack.id] {
             let i = index(after: old - 1)
             // The same answer again (a redelivery of an order whose ack is still here): one
             // ack line per connection is enough.
-            if entries[i].ack.status == ack.status && !reply && old > staleThrough { return nil }
+            if entries[i].ack.status == ack.status && !reply && old > staleThrough { return (.sendingHere, nil) }
             if entries[i].ack.status != .rejected { changesFile = true }
             entries.remove(at: i)
         }
@@ -118,11 +137,23 @@ public struct AckOutbox: Sendable {
         seqOf[ack.id] = nextSeq
         nextSeq += 1
         if changesFile { dirty = true }
-        guard entries.count > capacity else { return nil }
+        guard entries.count > capacity else { return (.queued, nil) }
         dropped += 1
         let first = entries.removeFirst().ack
         seqOf[first.id] = nil
-        return first
+        return (.queued, first)
+    }
+
+    /// The server delivered order `id` again on a transport where every delivery asks for an
+    /// answer (MQTT, protocol §15: a server republishes an order whose ack it does not have;
+    /// the broker's PUBACK of our ack says nothing about the order server). The next ack for
+    /// `id` is then a reply: sent even though this connection already confirmed, or is
+    /// sending, the same answer. Remembered only for an id the outbox would otherwise swallow
+    /// (confirmed here, or still here), so the set stays within those bounds; forgotten on
+    /// reconnect, where nothing is swallowed.
+    public mutating func deliveredAgain(_ id: String) {
+        guard deliveredHere[id] != nil || seqOf[id] != nil else { return }
+        askedAgain.insert(id)
     }
 
     /// The server sent order `id` on this connection. If its ack went to an earlier connection
@@ -157,6 +188,7 @@ public struct AckOutbox: Sendable {
         probes = []
         pongsUnreliable = false
         deliveredHere = RecentOutcomes(capacity: Self.deliveredMemory)
+        askedAgain = []
     }
 
     /// Marks every entry not yet written as "may have been written" for the file: the first
