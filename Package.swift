@@ -63,7 +63,7 @@ let package = Package(
         .target(name: "CrierSpeech", dependencies: ["CrierCore", "CrierPosix", "CEspeakNG"]),
         .target(name: "CrierGPIO", dependencies: ["CrierCore", "CrierPosix", "CGPIOD"], swiftSettings: gpiodSettings),
         // libmosquitto, thin; the MQTT link's rules (journal, acks, TLS checks) are in CrierLink.
-        .target(name: "CrierMosquitto", dependencies: ["CMosquitto"]),
+        .target(name: "CrierMosquitto", dependencies: ["CrierCore", "CMosquitto"]),
         .target(name: "CrierLink", dependencies: ["CrierCore", "CrierPosix", "COpenSSL", "CrierMosquitto"]),
         .target(name: "CrierSystem", dependencies: ["CrierCore", "CrierPosix"]),
         .target(name: "CrierMusicFile", dependencies: ["CrierCore", "CSndfile"]),

@@ -63,6 +63,8 @@ public final class MQTTLink: OrderLinking {
 
     private struct Shared {
         var connected = false
+        /// When the last connection was subscribed (monotonic).
+        var connectedAt = 0.0
         var volume: Int?
         /// The retained `online` status is out of date (volume, slot or last update changed, or a
         /// new session): `publishPresence` sends it again.
@@ -153,10 +155,10 @@ public final class MQTTLink: OrderLinking {
     // MARK: the link thread
 
     private enum SessionEnd {
-        case failedToConnect(String)
+        case failedToConnect(MQTTProblem)
         case tlsFailed(String)
         case refused(String, hint: String)
-        case lost(String)
+        case lost(MQTTProblem)
         /// The broker does not speak MQTT 5: again at once with 3.1.1.
         case downgrade(String)
     }
@@ -194,6 +196,7 @@ public final class MQTTLink: OrderLinking {
             return idle()
         }
         client.setMaxInflight(options.maxInflight)
+        client.maxPayload = MQTTLimits.maxPayloadBytes
         var useV5 = config.mqtt.protocolChoice != .v311
         var backoff = options.backoff
         var rng = SystemRandomNumberGenerator()
@@ -208,6 +211,7 @@ public final class MQTTLink: OrderLinking {
         var ackMids: [Int32: Ack] = [:]
         var tls: (TLSContext, MQTTTLSCheck)?
         var configuredV5: Bool?
+        var clash = ClientIDClash()
         log.info("link starting", ["server": url, "device": deviceID, "orders": topics.orders, "keepalive": "\(keepalive)s"])
         while !stopping {
             tick()
@@ -228,7 +232,8 @@ public final class MQTTLink: OrderLinking {
             }
             if end == nil, configuredV5 != useV5 {
                 do throws(MosquittoError) {
-                    try client.setProtocol(v5: useV5, sessionExpiry: UInt32(clamping: config.mqtt.sessionExpiry))
+                    try client.setProtocol(v5: useV5, sessionExpiry: UInt32(clamping: config.mqtt.sessionExpiry),
+                                           maxPacket: UInt32(MQTTLimits.maxPacketBytes))
                     configuredV5 = useV5
                 } catch {
                     log.error("cannot set the MQTT protocol version: \(error)", ["server": url])
@@ -251,14 +256,17 @@ public final class MQTTLink: OrderLinking {
                                     "hint": "check the broker certificate, server.ca and server.pin in crier.conf; the box never falls back to plain MQTT"])
                     lastProblem = why
                 }
-            case .failedToConnect(let why):
+            case .failedToConnect(let problem):
                 delay = backoff.nextDelay(using: &rng)
+                let headline = problem.headline(connecting: true)
+                let why = headline + ": " + problem.detail
                 if why != lastProblem {
-                    log.warning("cannot reach MQTT broker", ["server": url, "error": why, "retry_in": "\(fmt1(delay))s",
-                                                            "hint": "check server in crier.conf and that the broker runs"])
+                    var fields: [(String, String)] = [("server", url), ("error", problem.detail), ("retry_in", "\(fmt1(delay))s")]
+                    if let h = problem.hint { fields.append(("hint", h)) }
+                    log.hub.emit(problem.isError ? .error : .warning, log.component, headline, fields)
                     lastProblem = why
                 } else {
-                    log.debug("still cannot reach MQTT broker", ["server": url, "error": why, "attempt": backoff.attempt])
+                    log.debug("still: " + headline, ["server": url, "error": problem.detail, "attempt": backoff.attempt])
                 }
             case .refused(let why, let hint):
                 delay = backoff.nextDelay(using: &rng)
@@ -266,14 +274,22 @@ public final class MQTTLink: OrderLinking {
                     log.error("MQTT broker refused this box", ["server": url, "error": why, "retry_in": "\(fmt1(delay))s", "hint": hint])
                     lastProblem = why
                 }
-            case .lost(let why):
+            case .lost(let problem):
                 backoff.disconnected(now: now)
                 downSince = now
                 lastProblem = nil
-                shared.withLock { $0.connected = false }
-                onEvent(.disconnected(reason: why))
+                clash.connected(now: shared.withLock { s in s.connected = false; return s.connectedAt })
+                onEvent(.disconnected(reason: problem.detail))
                 delay = backoff.nextDelay(using: &rng)
-                log.warning("connection lost", ["server": url, "reason": why, "retry_in": "\(fmt1(delay))s"])
+                var fields: [(String, String)] = [("server", url), ("reason", problem.detail), ("retry_in", "\(fmt1(delay))s")]
+                if let h = problem.hint { fields.append(("hint", h)) }
+                log.hub.emit(problem.isError ? .error : .warning, log.component, problem.headline(connecting: false), fields)
+                // MQTT 3.1.1: a broker gives a taken client id no reason, it closes the older
+                // connection; two clients with one id then take turns (issue 31 item 11).
+                if clash.lost(now: now), problem != .sessionTakenOver(clientID: deviceID) {
+                    log.warning("the connection was lost \(clash.quickLosses) times in a row within \(Int(clash.window)) s of connecting; another client may be using this box's client id \"\(deviceID)\"",
+                                ["server": url, "hint": "each box needs its own device.id: look for another box, or a tool (mosquitto_sub -i \(deviceID)), using client id \"\(deviceID)\""])
+                }
             }
             sleep(delay)
         }
@@ -314,6 +330,7 @@ public final class MQTTLink: OrderLinking {
         var badMessages = 0
         var unauthenticated = 0
         var otherTopics = 0
+        var oversize = 0
     }
 
     private func session(_ client: MosquittoClient, _ server: ServerAddress, v5: Bool, tls: MQTTTLSCheck?,
@@ -324,7 +341,7 @@ public final class MQTTLink: OrderLinking {
         if let e = client.connect(host: server.host, port: server.port, keepalive: keepalive) {
             // On loopback the handshake can fail inside the connect call itself.
             if let why = tls?.take() { return .tlsFailed(why) }
-            return .failedToConnect(e.description)
+            return .failedToConnect(MosquittoClient.problem(code: e.code, errno: e.errno, host: server.host, clientID: deviceID, connecting: true))
         }
         let started = Monotonic.now()
         var conn = Conn()
@@ -335,15 +352,12 @@ public final class MQTTLink: OrderLinking {
 
         func ended(code: Int32, errno e: Int32) -> SessionEnd {
             if let why = tls?.take() { return .tlsFailed(why) }
-            if code == MosquittoClient.errTLS {
-                return .failedToConnect("TLS handshake with \(server.host) failed (is the broker speaking TLS on this port?)")
-            }
-            let why = MosquittoClient.errorText(code, errno: e)
             if !conn.connacked, v5, config.mqtt.protocolChoice == .auto,
                code == MosquittoClient.errProtocol || code == MosquittoClient.errMalformed {
-                return .downgrade(why)
+                return .downgrade(MosquittoClient.errorText(code, errno: e))
             }
-            return conn.subscribed ? .lost(why) : .failedToConnect(why)
+            let problem = MosquittoClient.problem(code: code, errno: e, host: server.host, clientID: deviceID, connecting: !conn.subscribed)
+            return conn.subscribed ? .lost(problem) : .failedToConnect(problem)
         }
 
         while !stopping {
@@ -367,7 +381,7 @@ public final class MQTTLink: OrderLinking {
             let now = Monotonic.now()
             if !conn.subscribed && now - started > options.connectTimeout {
                 let what = !conn.connacked ? (server.isEncrypted ? "TLS handshake and CONNACK" : "CONNACK") : "SUBACK"
-                end = .failedToConnect("no \(what) within \(fmt1(options.connectTimeout)) s" + (server.isEncrypted && !conn.connacked ? " (is the broker speaking TLS on this port?)" : ""))
+                end = .failedToConnect(.unreachable("no \(what) within \(fmt1(options.connectTimeout)) s" + (server.isEncrypted && !conn.connacked ? " (is the broker speaking TLS on this port?)" : "")))
                 break
             }
             let more = conn.subscribed && conn.probeMids.count < 32 && ackStore.peek { $0.hasSendable }
@@ -376,7 +390,7 @@ public final class MQTTLink: OrderLinking {
             if client.wantWrite { events |= Int16(POLLOUT) }
             var fds = [pollfd(fd: fd, events: events, revents: 0), pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0)]
             let n = poll(&fds, 2, timeout)
-            if n < 0 && errno != EINTR { end = .lost("poll failed: \(errnoText(errno))"); break }
+            if n < 0 && errno != EINTR { end = .lost(.lost("poll failed: \(errnoText(errno))")); break }
             if fds[1].revents != 0 {
                 wake.drain()
                 // A change while nothing arrives from the broker (a volume button, an update's
@@ -396,7 +410,7 @@ public final class MQTTLink: OrderLinking {
                     if let e = handleEvents(client, &conn, v5: v5, backoff: &backoff, downSince: downSince, verifier: &verifier) { end = e; break }
                     if let why = tls?.take() { end = .tlsFailed(why); break }
                     if v5, config.mqtt.protocolChoice == .auto, !server.isEncrypted { end = .downgrade("the broker closed the connection after an MQTT 5 CONNECT"); break }
-                    end = .failedToConnect("the broker closed the connection before CONNACK" + (server.isEncrypted ? " (is it speaking TLS on this port?)" : ""))
+                    end = .failedToConnect(.unreachable("the broker closed the connection before CONNACK" + (server.isEncrypted ? " (is it speaking TLS on this port?)" : "")))
                     break
                 }
             }
@@ -412,12 +426,12 @@ public final class MQTTLink: OrderLinking {
         }
         if stopping && end == nil {
             drainAndDisconnect(client, &conn, v5: v5, backoff: &backoff, downSince: downSince, verifier: &verifier)
-            return .lost("stopped")
+            return .lost(.lost("stopped"))
         }
         // Whatever happened, the connection is over: the next connect starts afresh.
         client.disconnect()
         _ = client.takeEvents()
-        return end ?? .lost("stopped")
+        return end ?? .lost(.lost("stopped"))
     }
 
     /// A clean stop: `offline` status, the acks still unconfirmed get `stopDrain` to be
@@ -503,7 +517,7 @@ public final class MQTTLink: OrderLinking {
                 log.debug("MQTT connected", ["server": url, "session_present": sessionPresent, "protocol": v5 ? "5" : "3.1.1"])
                 switch client.subscribe(topic: topics.orders, qos: 1) {
                 case .success(let mid): conn.subscribeMid = mid
-                case .failure(let err): end = .lost("cannot subscribe: \(err)")
+                case .failure(let err): end = .lost(.lost("cannot subscribe: \(err)"))
                 }
             case .subscribed(let mid, let granted):
                 guard mid == conn.subscribeMid else { continue }
@@ -513,7 +527,7 @@ public final class MQTTLink: OrderLinking {
                     conn.probeMids = []
                     let t = Monotonic.now()
                     backoff.connected(now: t)
-                    shared.withLock { $0.connected = true; $0.statusChanged = true }
+                    shared.withLock { $0.connected = true; $0.statusChanged = true; $0.connectedAt = t }
                     log.info("connected", ["server": url, "after": "\(fmt1(t - downSince))s", "protocol": v5 ? "MQTT 5" : "MQTT 3.1.1", "orders": topics.orders])
                     onEvent(.connected(url))
                 } else {
@@ -523,7 +537,8 @@ public final class MQTTLink: OrderLinking {
                 }
             case .disconnected(let code, let err):
                 if end == nil, code != 0 {
-                    end = conn.subscribed ? .lost(MosquittoClient.errorText(code, errno: err)) : .failedToConnect(MosquittoClient.errorText(code, errno: err))
+                    let problem = MosquittoClient.problem(code: code, errno: err, host: config.server?.host ?? "?", clientID: deviceID, connecting: !conn.subscribed)
+                    end = conn.subscribed ? .lost(problem) : .failedToConnect(problem)
                 }
             case .published(let mid, let reason):
                 if let a = conn.ackMids.removeValue(forKey: mid) {
@@ -547,6 +562,16 @@ public final class MQTTLink: OrderLinking {
                     continue
                 }
                 if let a = decode(payload, &conn, verifier: &verifier) { arrivals.append(a) }
+            case .oversize(_, let topic, let size, _):
+                // Only a 3.1.1 session, or a broker that ignores the Maximum Packet Size of the
+                // MQTT 5 CONNECT, sends one. libmosquitto has read it whole (that memory is
+                // gone again); its PUBACK is queued: it is never delivered again.
+                conn.oversize += 1
+                if conn.oversize <= 10 {
+                    log.warning("message from the broker larger than this box takes; dropped, not an order",
+                                ["server": url, "topic": topic, "size": size, "limit": MQTTLimits.maxPayloadBytes,
+                                 "hint": "an order is at most \(ProtocolCodec.maxLineBytes) bytes of JSON; set max_packet_size \(MQTTLimits.maxPacketBytes) on the broker so it refuses such messages (docs/fleet.md)"])
+                }
             case .log(let level, let text):
                 log.debug("libmosquitto", ["level": level, "text": text])
             }

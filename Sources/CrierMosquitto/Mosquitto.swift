@@ -1,4 +1,5 @@
 import CMosquitto
+import CrierCore
 import Glibc
 
 /// What libmosquitto reported from inside a `loop*` call (or a connect), in order.
@@ -10,6 +11,9 @@ public enum MosquittoEvent: Sendable, Equatable {
     /// A PUBLISH from the broker. Its PUBACK is queued but only leaves on the next `loopWrite`
     /// (the client is in threaded mode: see `MosquittoClient.init`).
     case message(mid: Int32, topic: String, payload: [UInt8], qos: Int32, retain: Bool)
+    /// A PUBLISH whose payload is over `MosquittoClient.maxPayload`: not copied, only its size
+    /// (libmosquitto has already read it whole; its PUBACK is queued like any other).
+    case oversize(mid: Int32, topic: String, size: Int, qos: Int32)
     /// Our QoS 1 PUBLISH was acknowledged (PUBACK); `reason` ≥ 0x80 is a refusal (MQTT 5).
     case published(mid: Int32, reason: Int32)
     /// SUBACK: the granted QoS (or a failure code ≥ 0x80) per topic.
@@ -29,6 +33,7 @@ public struct MosquittoError: Error, Sendable, CustomStringConvertible {
 private final class EventSink {
     var events: [MosquittoEvent] = []
     var logEnabled = false
+    var maxPayload = Int.max
 }
 
 private func sinkOf(_ obj: UnsafeMutableRawPointer?) -> EventSink {
@@ -71,6 +76,11 @@ public final class MosquittoClient {
         mosquitto_message_v5_callback_set(h) { _, obj, msg, _ in
             guard let m = msg?.pointee else { return }
             let topic = m.topic.map { String(cString: $0) } ?? ""
+            let sink = sinkOf(obj)
+            if Int(m.payloadlen) > sink.maxPayload {
+                sink.events.append(.oversize(mid: m.mid, topic: topic, size: Int(m.payloadlen), qos: m.qos))
+                return
+            }
             var payload: [UInt8] = []
             if let p = m.payload, m.payloadlen > 0 {
                 payload = Array(UnsafeRawBufferPointer(start: p, count: Int(m.payloadlen)))
@@ -94,6 +104,12 @@ public final class MosquittoClient {
 
     deinit { mosquitto_destroy(handle) }
 
+    /// Incoming payloads larger than this are reported as `.oversize`, not copied.
+    public var maxPayload: Int {
+        get { sink.maxPayload }
+        set { sink.maxPayload = newValue }
+    }
+
 
     /// Everything reported since the last call, oldest first.
     public func takeEvents() -> [MosquittoEvent] {
@@ -103,8 +119,11 @@ public final class MosquittoClient {
 
     // MARK: settings (before connecting)
 
-    /// MQTT 5 (true) or 3.1.1. For 5, `sessionExpiry` seconds go into every CONNECT.
-    public func setProtocol(v5: Bool, sessionExpiry: UInt32) throws(MosquittoError) {
+    /// MQTT 5 (true) or 3.1.1. For 5, `sessionExpiry` seconds and the Maximum Packet Size
+    /// `maxPacket` (bytes; 0: none) go into every CONNECT: a broker must not send a larger
+    /// packet (it drops that message for this client). libmosquitto 2.0 itself takes any
+    /// incoming packet up to 256 MB and allocates it whole before reading it.
+    public func setProtocol(v5: Bool, sessionExpiry: UInt32, maxPacket: UInt32 = 0) throws(MosquittoError) {
         var rc = mosquitto_int_option(handle, MOSQ_OPT_PROTOCOL_VERSION, v5 ? Int32(MQTT_PROTOCOL_V5) : Int32(MQTT_PROTOCOL_V311))
         guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw MosquittoError(code: rc, errno: 0, operation: "protocol version") }
         // The library keeps CONNECT properties only from a (blocking) mosquitto_connect_bind_v5.
@@ -115,6 +134,10 @@ public final class MosquittoClient {
         if v5 {
             rc = mosquitto_property_add_int32(&props, Int32(MQTT_PROP_SESSION_EXPIRY_INTERVAL.rawValue), sessionExpiry)
             guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw MosquittoError(code: rc, errno: 0, operation: "session expiry") }
+            if maxPacket > 0 {
+                rc = mosquitto_property_add_int32(&props, Int32(MQTT_PROP_MAXIMUM_PACKET_SIZE.rawValue), maxPacket)
+                guard rc == MOSQ_ERR_SUCCESS.rawValue else { throw MosquittoError(code: rc, errno: 0, operation: "maximum packet size") }
+            }
         }
         rc = mosquitto_connect_bind_v5(handle, "/nonexistent/crier-mqtt-properties", 0, 60, nil, props)
         if rc == MOSQ_ERR_INVAL.rawValue || rc == MOSQ_ERR_NOMEM.rawValue {
@@ -218,6 +241,27 @@ public final class MosquittoClient {
     }
 
     public static func reasonText(_ code: Int32) -> String { String(cString: mosquitto_reason_string(code)) }
+
+    /// What a failed loop call, connect or disconnect callback code means for the log.
+    /// `code` ≥ 0x80 in a disconnect callback is the broker's DISCONNECT reason code (MQTT 5:
+    /// libmosquitto hands it on as is); below, a MOSQ_ERR_*.
+    public static func problem(code: Int32, errno e: Int32, host: String, clientID: String, connecting: Bool) -> MQTTProblem {
+        if code >= 0x80 { return .disconnect(code: Int(code), text: reasonText(code), clientID: clientID) }
+        switch code {
+        case MOSQ_ERR_EAI.rawValue: return .nameResolution(host: host)
+        case MOSQ_ERR_NOMEM.rawValue: return .outOfMemory
+        case MOSQ_ERR_OVERSIZE_PACKET.rawValue: return .packetTooLarge("libmosquitto: a packet of this box is over the broker's maximum packet size")
+        case MOSQ_ERR_TLS.rawValue, MOSQ_ERR_TLS_HANDSHAKE.rawValue:
+            return .tls("TLS handshake with \(host) failed (is the broker speaking TLS on this port?)")
+        case MOSQ_ERR_PROTOCOL.rawValue, MOSQ_ERR_MALFORMED_PACKET.rawValue, MOSQ_ERR_MALFORMED_UTF8.rawValue,
+             MOSQ_ERR_DUPLICATE_PROPERTY.rawValue, MOSQ_ERR_QOS_NOT_SUPPORTED.rawValue:
+            return .protocolError(errorText(code, errno: e))
+        case MOSQ_ERR_ERRNO.rawValue, MOSQ_ERR_CONN_LOST.rawValue, MOSQ_ERR_NO_CONN.rawValue:
+            return connecting ? .unreachable(errorText(code, errno: e)) : .lost(errorText(code, errno: e))
+        default:
+            return .lost(errorText(code, errno: e))
+        }
+    }
 
     public static var errTLS: Int32 { MOSQ_ERR_TLS.rawValue }
     public static var errNoConn: Int32 { MOSQ_ERR_NO_CONN.rawValue }
