@@ -83,7 +83,7 @@ let package = Package(
         .testTarget(name: "CrierAudioTests", dependencies: ["CrierAudio", "CrierCore", "CrierPosix"]),
         .testTarget(name: "CrierSpeechTests", dependencies: ["CrierSpeech", "CrierCore", "CrierPosix"]),
         .testTarget(name: "CrierGPIOTests", dependencies: ["CrierGPIO", "CrierCore", "CrierPosix", "CGPIOD"], swiftSettings: gpiodSettings),
-        .testTarget(name: "CrierLinkTests", dependencies: ["CrierLink", "CrierCore", "CrierPosix"]),
+        .testTarget(name: "CrierLinkTests", dependencies: ["CrierLink", "CrierCore", "CrierPosix", "CrierMosquitto"]),
         .testTarget(name: "CrierSystemTests", dependencies: ["CrierSystem", "CrierCore", "CrierPosix"]),
         .testTarget(name: "CrierPosixTests", dependencies: ["CrierPosix"]),
         .testTarget(name: "CrierMusicTests", dependencies: ["CrierMusic", "CrierMusicFile", "CrierAudio", "CrierCore", "CrierPosix"]),

@@ -248,7 +248,7 @@ public final class MosquittoClient {
     public static func problem(code: Int32, errno e: Int32, host: String, clientID: String, connecting: Bool) -> MQTTProblem {
         if code >= 0x80 { return .disconnect(code: Int(code), text: reasonText(code), clientID: clientID) }
         switch code {
-        case MOSQ_ERR_EAI.rawValue: return .nameResolution(host: host)
+        case MOSQ_ERR_EAI.rawValue, MOSQ_ERR_LOOKUP.rawValue: return .nameResolution(host: host)
         case MOSQ_ERR_NOMEM.rawValue: return .outOfMemory
         case MOSQ_ERR_OVERSIZE_PACKET.rawValue: return .packetTooLarge("libmosquitto: a packet of this box is over the broker's maximum packet size")
         case MOSQ_ERR_TLS.rawValue, MOSQ_ERR_TLS_HANDSHAKE.rawValue:
@@ -256,7 +256,7 @@ public final class MosquittoClient {
         case MOSQ_ERR_PROTOCOL.rawValue, MOSQ_ERR_MALFORMED_PACKET.rawValue, MOSQ_ERR_MALFORMED_UTF8.rawValue,
              MOSQ_ERR_DUPLICATE_PROPERTY.rawValue, MOSQ_ERR_QOS_NOT_SUPPORTED.rawValue:
             return .protocolError(errorText(code, errno: e))
-        case MOSQ_ERR_ERRNO.rawValue, MOSQ_ERR_CONN_LOST.rawValue, MOSQ_ERR_NO_CONN.rawValue:
+        case MOSQ_ERR_ERRNO.rawValue, MOSQ_ERR_CONN_LOST.rawValue, MOSQ_ERR_NO_CONN.rawValue, MOSQ_ERR_CONN_REFUSED.rawValue:
             return connecting ? .unreachable(errorText(code, errno: e)) : .lost(errorText(code, errno: e))
         default:
             return .lost(errorText(code, errno: e))
