@@ -230,7 +230,7 @@ public final class MosquittoClient {
     public static func errorText(_ code: Int32, errno e: Int32) -> String {
         if code == MOSQ_ERR_ERRNO.rawValue { return e != 0 ? String(cString: strerror(e)) : "connection closed" }
         if code == MOSQ_ERR_EAI.rawValue { return "cannot resolve the broker's host name" }
-        if code == MOSQ_ERR_CONN_LOST.rawValue { return "connection lost" }
+        if code == MOSQ_ERR_CONN_LOST.rawValue { return "the broker closed the connection" }
         if code == MOSQ_ERR_KEEPALIVE.rawValue { return "no answer from the broker within the keepalive" }
         return String(cString: mosquitto_strerror(code))
     }
