@@ -17,8 +17,9 @@ public final class AckStore: Sendable {
     public let path: String?
     let log: Logger
     private let state: Mutex<AckOutbox>
-    /// The acks found in the file at start: the daemon's dedupe learns them (a redelivered
-    /// order whose ack is here is acked again, not said again).
+    /// The acks found in the file at start, confirmed ones (`"delivered":true`) included: the
+    /// daemon's dedupe learns them (a redelivered order whose ack is here is acked again, not
+    /// said again, even one whose ack the server had already confirmed).
     public let restored: [Ack]
     private let wake = WakePipe()
 
@@ -47,7 +48,8 @@ public final class AckStore: Sendable {
                 log.info("acks from before the restart: the unsent go out after the next welcome, the sent ones answer the server if it redelivers their orders",
                          ["file": path, "acks": kept.sent + kept.unsent, "unsent": kept.unsent, "sent_unconfirmed": kept.sent])
             }
-            restored = loaded.acks
+            // The confirmed outcomes first: an ack still waiting for the same id is newer.
+            restored = loaded.delivered + loaded.acks
         }
         state = Mutex(box)
         self.restored = restored

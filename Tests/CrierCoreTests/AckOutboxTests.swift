@@ -26,6 +26,48 @@ struct AckOutboxTests {
         #expect(o.pong() == 0, "an unsolicited pong confirms nothing")
     }
 
+    @Test("a confirmed outcome stays in the file as delivered (the newest 1024): the dedupe learns it after a reload or restart (issue 31 item 4)")
+    func confirmedOutcomesAreRemembered() {
+        var o = AckOutbox(waitsForFile: true, rememberMax: 3)
+        o.connectionStarted()
+        for id in ["a", "b", "c", "d"] { o.add(.spoken(id)) }
+        o.add(Ack(id: "x", status: .expired, message: "ttl 5 s passed"))
+        o.add(Ack(id: "r", status: .rejected, reason: Ack.Reason.queueFull))
+        o.flagUnwritten()
+        o.fileWritten(through: o.fileContent().flaggedThrough)
+        #expect(o.takeUnwritten().count == 6)
+        o.pinged(now: 1)
+        #expect(o.pong() == 5)
+        #expect(o.isEmpty && o.dirty)
+        #expect(ids(o.deliveredAcks) == ["c", "d", "x"], "the newest 3, rejections never")
+        let file = o.fileContent().bytes
+        #expect(String(decoding: file, as: UTF8.self).hasPrefix(#"{"type":"ack","id":"c","status":"spoken","written":true,"delivered":true}"# + "\n"))
+        let loaded = AckOutbox.decodeFile(file, rememberMax: 3)
+        #expect(loaded.problems.isEmpty && loaded.acks.isEmpty)
+        #expect(loaded.delivered == [.spoken("c"), .spoken("d"), Ack(id: "x", status: .expired)])
+        var r = AckOutbox(waitsForFile: true, rememberMax: 3)
+        #expect(r.restore(loaded) == (sent: 0, unsent: 0), "nothing to send or answer: only remembered")
+        #expect(r.isEmpty && ids(r.deliveredAcks) == ["c", "d", "x"])
+        r.connectionStarted()
+        #expect(r.takeUnwritten().isEmpty && !r.needsProbe)
+        #expect(r.fileContent().bytes == file, "written again the same, not lost at the next write")
+        // The queue's dedupe answers the redelivery: the re-ack is an entry again, and once
+        // confirmed it keeps its place among the remembered.
+        r.add(.spoken("c"), reply: true)
+        r.flagUnwritten()
+        r.fileWritten(through: r.fileContent().flaggedThrough)
+        #expect(ids(r.takeUnwritten()) == ["c"])
+        r.pinged(now: 2)
+        #expect(r.pong() == 1)
+        #expect(ids(r.deliveredAcks) == ["c", "d", "x"])
+        // A previous release reads the delivered lines as written acks: it never sends them
+        // unasked (they only answer a redelivery).
+        #expect(AckOutbox.decodeFile(file, rememberMax: 3).delivered.count == 3)
+        var q = AlertQueue()
+        q.restore(loaded.delivered)
+        #expect(q.add(Order(id: "d", kind: .newCustomer(number: 1)), now: 0).ack?.status == .spoken, "acked again, not queued")
+    }
+
     @Test("the answer to a server's cancel goes out again, whether the ack is still here or already delivered")
     func cancelIsAlwaysAnswered() {
         var o = AckOutbox()

@@ -120,6 +120,13 @@ def acks_file(box):
     return str(box.tmp / "state") + ".acks"
 
 
+def undelivered(box):
+    """The outbox file's acks the server has not confirmed (confirmed outcomes stay in it as
+    `"delivered":true` lines, for the dedupe after a restart)."""
+    with open(acks_file(box)) as f:
+        return [l for l in f.read().splitlines() if '"delivered":true' not in l]
+
+
 @pytest.mark.parametrize("how", ["sigterm", "sigkill"])
 def test_spoken_while_the_server_was_down_then_restart_is_said_once_and_acked_once(box, how):
     """Issue 13 item 8: an order spoken while the link was down (ack in the outbox), then a
@@ -177,9 +184,10 @@ def test_spoken_while_the_server_was_down_then_restart_is_said_once_and_acked_on
     assert len([l for l in out2 if l.startswith("ack id=%s " % oid)]) == 1, out2
     _, _, x = read_wav(box.capture)
     assert rms(x) < 1e-4, "the second run said something (%.4f)" % rms(x)
-    # Delivered (ponged) before the stop: the outbox is empty again.
-    with open(acks_file(box)) as f:
-        assert f.read() == ""
+    # Delivered (ponged) before the stop: nothing undelivered is left, and the outcome is
+    # remembered for the dedupe.
+    assert undelivered(box) == []
+    assert '{"type":"ack","id":"%s","status":"spoken","written":true,"delivered":true}' % oid in open(acks_file(box)).read()
 
 
 class ScriptedConn:
@@ -311,8 +319,7 @@ def test_an_ack_written_before_a_drop_is_not_resent_and_a_redelivery_is_answered
         assert acks == [], second
     assert {"type": "ping"} in second, "a ping right after the welcome settles the earlier ack"
     assert log.count("INFO alert: spoken id=X-1") == 1, log[-2000:]
-    with open(acks_file(box)) as f:
-        assert f.read() == "", "confirmed by the second connection's pong"
+    assert undelivered(box) == [], "confirmed by the second connection's pong"
 
 
 def test_a_cancel_of_a_rejected_order_gets_the_rejection_again(box):
@@ -375,3 +382,61 @@ def test_a_cancel_sent_before_its_malformed_order_keeps_its_answer(box):
     log = "\n".join(crier.lines())
     assert len(re.findall(r"INFO alert: (?:not )?acked again: cancelled id=CB-1 ", log)) == 2, log[-3000:]
     assert "rejected id=CB-" not in log, log[-3000:]
+
+
+@pytest.mark.parametrize("how", ["sighup", "sigterm"])
+def test_an_order_redelivered_after_its_ack_was_confirmed_is_not_said_again_after_a_reload_or_restart(box, how):
+    """Issue 31 item 4: the order is said, acked, and the ack confirmed by a pong (it leaves the
+    outbox). Then the box reloads (SIGHUP: re-exec, same PID) or restarts (SIGTERM, a new
+    process), and the server redelivers that order (it lost the ack after it read it: a crash
+    before its own commit). The box answers it from its dedupe memory, which survives both:
+    said once, acked again."""
+    listener, port = loopback_listener()
+    order = {"type": "order", "id": "K-1", "kind": "new_customer", "number": 8}
+    extra = "link.heartbeat = 2\n"
+    crier = crier_run(box, port, extra)
+    second = []
+    try:
+        c1 = ScriptedConn(listener)
+        assert c1.line(10)["type"] == "hello"
+        c1.send({"type": "welcome"}, order)
+        acks = []
+        c1.acks(acks, 30, until=lambda a: len(a) >= 1)
+        assert acks == [{"type": "ack", "id": "K-1", "status": "spoken"}], acks
+        # The pong that confirms it: the outbox forgets the ack (nothing undelivered left).
+        m = c1.line(10)
+        assert m == {"type": "ping"}, m
+        c1.send({"type": "pong"})
+        crier.wait_for(r"INFO alert: spoken id=K-1")
+        end = time.monotonic() + 5
+        while time.monotonic() < end and (not os.path.exists(acks_file(box)) or undelivered(box)):
+            time.sleep(0.02)
+        assert undelivered(box) == [], "the pong did not confirm the ack"
+        if how == "sighup":
+            box.write_conf(open(box.conf).read() + "volume.default = 5\n")
+            crier.p.send_signal(signal.SIGHUP)
+            crier.wait_for(r"INFO runtime: reloaded")
+        else:
+            assert crier.stop() == 0
+            first = crier.lines()
+            crier = crier_run(box, port, extra)
+        c1.close()
+        c2 = ScriptedConn(listener)
+        assert c2.line(10)["type"] == "hello"
+        c2.send({"type": "welcome"}, order)
+        end = time.monotonic() + 6
+        while time.monotonic() < end:
+            m = c2.line(max(0.05, end - time.monotonic()))
+            if m is None:
+                continue
+            second.append(m)
+            if m["type"] == "ping":
+                c2.send({"type": "pong"})
+        c2.close()
+    finally:
+        crier.stop()
+        listener.close()
+    log = "\n".join((first if how == "sigterm" else []) + crier.lines())
+    assert log.count("INFO alert: spoken id=K-1") == 1, log[-3000:]
+    assert "INFO alert: acked again: spoken id=K-1" in log, log[-3000:]
+    assert [(m["id"], m["status"]) for m in second if m["type"] == "ack"] == [("K-1", "spoken")], second

@@ -74,15 +74,26 @@ public struct AckOutbox: Sendable {
     static let deliveredMemory = 1024
     /// Confirmed acks remembered against crossed redeliveries (for tests: stays ≤ its bound).
     var deliveredRemembered: Int { deliveredHere.count }
+    /// Final outcomes the server confirmed (they left `entries`), the newest `rememberMax`:
+    /// written to the file as `"delivered":true` lines, so the queue's dedupe still knows them
+    /// after a reload, a restart or a power cut (issue 31 item 4: a server that redelivers an
+    /// order whose ack it already read, after the box reloaded, had it said again).
+    private var delivered: RecentOutcomes<Ack.Status>
+    /// How many confirmed outcomes the file remembers (the queue's dedupe remembers 1024).
+    public let rememberMax: Int
+    /// The confirmed outcomes remembered, oldest first (`rememberMax` at most).
+    public var deliveredAcks: [Ack] { delivered.inOrder.map { Ack(id: $0.id, status: $0.value) } }
     /// Acks dropped because `capacity` was reached (for the log).
     public private(set) var dropped = 0
     /// The file's content no longer matches `entries`.
     public private(set) var dirty = false
 
-    public init(capacity: Int = 100_000, durableMax: Int = 1000, waitsForFile: Bool = false) {
+    public init(capacity: Int = 100_000, durableMax: Int = 1000, waitsForFile: Bool = false, rememberMax: Int = 1024) {
         self.capacity = max(1, capacity)
         self.durableMax = max(1, durableMax)
         self.waitsForFile = waitsForFile
+        self.rememberMax = max(1, rememberMax)
+        delivered = RecentOutcomes(capacity: self.rememberMax)
     }
 
     public var count: Int { entries.count }
@@ -207,7 +218,8 @@ public struct AckOutbox: Sendable {
         public var flaggedThrough: UInt64
     }
 
-    /// The file's bytes: one protocol ack line per entry (rejections left out), the newest
+    /// The file's bytes: first the confirmed outcomes remembered (`"delivered":true`, id and
+    /// status only), then one protocol ack line per entry (rejections left out), the newest
     /// `durableMax`, entries that may have been written with `"written":true`; then marks the
     /// outbox clean.
     public mutating func fileContent() -> FileContent {
@@ -218,6 +230,15 @@ public struct AckOutbox: Sendable {
             if kept.count == durableMax { break }
         }
         var out: [UInt8] = []
+        for (id, status) in delivered.inOrder {
+            var o = ProtocolCodec.object(.ack(Ack(id: id, status: status)))
+            // `written` too: a previous release reading this file takes it as an ack that
+            // only answers a redelivery (and is dropped at the first pong), never resent.
+            o["written"] = .bool(true)
+            o["delivered"] = .bool(true)
+            JSON.write(.object(o), into: &out)
+            out.append(0x0A)
+        }
         for e in kept.reversed() {
             var o = ProtocolCodec.object(.ack(e.ack))
             if e.seq <= flagged { o["written"] = .bool(true) }
@@ -327,6 +348,7 @@ public struct AckOutbox: Sendable {
         for e in entries[..<n] {
             seqOf[e.ack.id] = nil
             if e.seq > staleThrough { deliveredHere[e.ack.id] = e.ack.status }
+            if e.ack.status != .rejected { delivered[e.ack.id] = e.ack.status }
         }
         entries.removeFirst(n)
         dirty = true
@@ -338,6 +360,8 @@ public struct AckOutbox: Sendable {
         /// Ids of the acks the file marks `"written":true` (sent, or about to be, and not
         /// confirmed). A file of the previous release has no mark: all its acks count as unsent.
         public var written: Set<String> = []
+        /// Confirmed outcomes (`"delivered":true` lines), oldest first: for the dedupe only.
+        public var delivered: [Ack] = []
         /// One per bad line (a torn write cannot happen with rename, a damaged card can).
         public var problems: [String] = []
 
@@ -349,7 +373,7 @@ public struct AckOutbox: Sendable {
     /// Reads a file written by `fileContent` (or by the previous release: plain ack lines):
     /// bad lines are reported and skipped, at most `durableMax` acks (the last ones) are kept.
     /// Never fails.
-    public static func decodeFile(_ bytes: [UInt8], durableMax: Int = 1000) -> Loaded {
+    public static func decodeFile(_ bytes: [UInt8], durableMax: Int = 1000, rememberMax: Int = 1024) -> Loaded {
         var out = Loaded()
         var framer = LineFramer()
         var lineNo = 0
@@ -363,6 +387,8 @@ public struct AckOutbox: Sendable {
             case .line(let l):
                 let d = ProtocolCodec.decodeKeepingObject(l)
                 switch d.message {
+                case .success(.ack(let a)) where d.object?["delivered"] == .bool(true):
+                    out.delivered.append(a)
                 case .success(.ack(let a)):
                     out.acks.append(a)
                     switch d.object?["written"] {
@@ -384,6 +410,7 @@ public struct AckOutbox: Sendable {
             }
         }
         if out.acks.count > durableMax { out.acks.removeFirst(out.acks.count - durableMax) }
+        if out.delivered.count > rememberMax { out.delivered.removeFirst(out.delivered.count - rememberMax) }
         let kept = Set(out.acks.map(\.id))
         out.written.formIntersection(kept)
         return out
@@ -397,7 +424,8 @@ public struct AckOutbox: Sendable {
     /// it has no final ack for). The last line of an id wins. Returns how many of each were kept.
     @discardableResult
     public mutating func restore(_ loaded: Loaded) -> (sent: Int, unsent: Int) {
-        self = AckOutbox(capacity: capacity, durableMax: durableMax, waitsForFile: waitsForFile)  // replaces whatever was here
+        self = AckOutbox(capacity: capacity, durableMax: durableMax, waitsForFile: waitsForFile, rememberMax: rememberMax)  // replaces whatever was here
+        for a in loaded.delivered where a.status != .rejected { delivered[a.id] = a.status }
         var last: [String: Int] = [:]
         for (i, a) in loaded.acks.enumerated() { last[a.id] = i }
         let acks = loaded.acks.enumerated().filter { last[$0.element.id] == $0.offset && $0.element.status != .rejected }.map(\.element)

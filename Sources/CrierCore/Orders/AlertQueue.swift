@@ -511,6 +511,12 @@ struct RecentOutcomes<Value: Sendable>: Sendable {
     /// Slots the storage has room for (for tests: it must not grow past the bound).
     var storageCapacity: (status: Int, order: Int) { (status.capacity, ring.capacity) }
 
+    /// Oldest first, with their values (for the ack outbox's file).
+    var inOrder: [(id: String, value: Value)] {
+        let ids = ring.count < capacity ? ring : Array(ring[oldest...] + ring[..<oldest])
+        return ids.compactMap { id in status[id].map { (id, $0) } }
+    }
+
     subscript(id: String) -> Value? {
         get { status[id] }
         set {
