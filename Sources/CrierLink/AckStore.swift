@@ -36,9 +36,14 @@ public final class AckStore: Sendable {
     /// Serializes file writes (the thread's and `close`'s last one).
     private let fileLock = Mutex(())
 
-    public init(path: String?, log: Logger, capacity: Int = 100_000, durableMax: Int = 1000) {
+    /// The data partition's reserve: a write that fails for lack of space is tried again in
+    /// the room it leaves, and alerts are held meanwhile (`JournalSpace`).
+    let reserve: DataReserve?
+
+    public init(path: String?, log: Logger, capacity: Int = 100_000, durableMax: Int = 1000, reserve: DataReserve? = nil) {
         self.path = path
         self.log = log
+        self.reserve = reserve
         var box = AckOutbox(capacity: capacity, durableMax: durableMax, waitsForFile: path != nil)
         var restored: [Ack] = []
         if let path {
@@ -60,6 +65,8 @@ public final class AckStore: Sendable {
         } catch {
             log.error("cannot start the ack outbox thread: \(error); acks are written on the link thread instead")
         }
+        // The reserve is back: a write that failed for lack of space is tried again now.
+        reserve?.onChange { [wake] in wake.wake() }
     }
 
     private static func load(_ path: String, durableMax: Int, log: Logger) -> AckOutbox.Loaded {
@@ -128,18 +135,19 @@ public final class AckStore: Sendable {
             guard let content else { return true }
             let bytes = content.bytes
             let t0 = Monotonic.now()
-            var failure: String?
-            do throws(SystemError) {
-                try FileIO.writeDurably(path, bytes)
-            } catch {
-                if error.code == ENOENT {
+            let attempt = { () -> SystemError? in
+                do throws(SystemError) {
+                    try FileIO.writeDurably(path, bytes)
+                } catch {
+                    guard error.code == ENOENT else { return error }
                     // The data partition's directory is missing (first boot, hand-made setup).
                     _ = mkdir(FileIO.directory(of: path), 0o755)
-                    do throws(SystemError) { try FileIO.writeDurably(path, bytes) } catch { failure = error.description }
-                } else {
-                    failure = error.description
+                    do throws(SystemError) { try FileIO.writeDurably(path, bytes) } catch { return error }
                 }
+                return nil
             }
+            // On ENOSPC the reserve makes room and the write is tried once more.
+            let failure = (reserve.map { $0.write(path, attempt) } ?? attempt())?.description
             let took = Monotonic.now() - t0
             // Failed or not: an unwritable file must not hold the acks back (logged below).
             state.withLock { $0.fileWritten(through: content.flaggedThrough) }

@@ -27,9 +27,13 @@ public final class InboxStore: Sendable {
     /// Outcomes whose acks the broker had before this start: the daemon's dedupe learns them.
     public let restoredDone: [Ack]
 
-    public init(path: String?, log: Logger, doneMax: Int = 1024) {
+    /// The data partition's reserve (see `AckStore.reserve`).
+    let reserve: DataReserve?
+
+    public init(path: String?, log: Logger, doneMax: Int = 1024, reserve: DataReserve? = nil) {
         self.path = path
         self.log = log
+        self.reserve = reserve
         var inbox = OrderInbox(doneMax: doneMax)
         var rewrite = false
         if let path {
@@ -68,9 +72,12 @@ public final class InboxStore: Sendable {
     /// fdatasyncs so far and the seconds they took (benchmarks).
     public var syncStats: (syncs: Int, seconds: Double) { state.withLock { ($0.syncs, $0.syncSeconds) } }
 
-    /// Journals received orders and cancels: returns once they are on the card (or the write
-    /// failed, which is logged: availability first, the box carries on from memory).
-    public func received(_ entries: [OrderInbox.Entry]) {
+    /// Journals received orders and cancels: returns once they are on the card. False when the
+    /// write failed for lack of space even after the reserve made room: the link then must not
+    /// PUBACK them (the broker keeps them). Another failure (read-only card) is logged and
+    /// returns true: availability first, the box carries on from memory.
+    @discardableResult
+    public func received(_ entries: [OrderInbox.Entry]) -> Bool {
         record { inbox in entries.compactMap { inbox.received($0) } }
     }
 
@@ -84,19 +91,45 @@ public final class InboxStore: Sendable {
         record { inbox in acks.compactMap { inbox.delivered($0) } }
     }
 
-    private func record(_ change: (inout OrderInbox) -> [[UInt8]]) {
-        state.withLock { s in
+    /// False: not written for lack of space (see `received`).
+    @discardableResult
+    private func record(_ change: (inout OrderInbox) -> [[UInt8]]) -> Bool {
+        state.withLock { s -> Bool in
             let lines = change(&s.inbox)
-            guard let path, !lines.isEmpty else { return }
+            guard let path, !lines.isEmpty else { return true }
             let t0 = Monotonic.now()
-            var failure: String?
+            var code: Int32 = 0
+            func attempt() -> SystemError? {
+                let f = Self.write(&s, path: path, lines: lines)
+                code = f?.code ?? 0
+                return f
+            }
+            let failure = (reserve.map { $0.write(path, attempt) } ?? attempt())?.description
+            s.syncs += 1
+            s.syncSeconds += Monotonic.now() - t0
+            if let failure, failure != s.lastError {
+                log.error("cannot write the order inbox; an order the broker already handed over would be lost if the box stopped before saying it",
+                          ["file": path, "error": failure, "hint": "check that the data partition is mounted and writable, or set mqtt.inbox in crier.conf"])
+            } else if failure == nil, s.lastError != nil {
+                log.info("order inbox written again", ["file": path])
+            }
+            s.lastError = failure
+            return failure == nil || !DataReserve.isNoSpace(code)
+        }
+    }
+
+    /// One attempt: the records appended (fdatasynced), or the file written whole when it
+    /// needs compaction or an earlier append failed.
+    private static func write(_ s: inout State, path: String, lines: [[UInt8]]) -> SystemError? {
+        var failure: SystemError?
+        do {
             if s.inbox.needsCompaction || s.rewrite {
                 if s.fd >= 0 { Glibc.close(s.fd); s.fd = -1 }
                 do throws(SystemError) {
                     try FileIO.writeDurably(path, s.inbox.encodeForFile())
                     s.rewrite = false
                 } catch {
-                    failure = error.description
+                    failure = error
                     s.rewrite = true
                 }
             } else {
@@ -108,9 +141,9 @@ public final class InboxStore: Sendable {
                     }
                 }
                 if s.fd < 0 {
-                    failure = SystemError("open", path: path).description
+                    failure = SystemError("open", path: path)
                 } else if !FileIO.writeAll(s.fd, lines.joined()) || fdatasync(s.fd) != 0 {
-                    failure = SystemError("write", path: path).description
+                    failure = SystemError("write", path: path)
                     Glibc.close(s.fd)
                     s.fd = -1
                 }
@@ -119,16 +152,8 @@ public final class InboxStore: Sendable {
                 // and make both unreadable.
                 if failure != nil { s.rewrite = true }
             }
-            s.syncs += 1
-            s.syncSeconds += Monotonic.now() - t0
-            if let failure, failure != s.lastError {
-                log.error("cannot write the order inbox; an order the broker already handed over would be lost if the box stopped before saying it",
-                          ["file": path, "error": failure, "hint": "check that the data partition is mounted and writable, or set mqtt.inbox in crier.conf"])
-            } else if failure == nil, s.lastError != nil {
-                log.info("order inbox written again", ["file": path])
-            }
-            s.lastError = failure
         }
+        return failure
     }
 
     public func close() {

@@ -30,6 +30,11 @@ public actor Daemon {
     var ackStore: AckStore?
     /// MQTT only: orders the broker handed over and the box has not answered yet (journal).
     var inboxStore: InboxStore?
+    /// The data partition's reserve: while the journals cannot be written for lack of space,
+    /// no alert begins (docs/protocol.md, section 6a, "A full data partition").
+    var dataReserve: DataReserve?
+    /// Alerts wait: held by the mute button, or by a full data partition.
+    var alertsHeld: Bool { gains.holdAlerts || dataReserve?.holdsAlerts == true }
     var linkEvents: AsyncStream<LinkEvent>.Continuation?
     var buttons: ButtonService?
     var buttonTask: Task<Void, Never>?
@@ -107,11 +112,14 @@ public actor Daemon {
         if let server = config.link.server {
             let (stream, cont) = AsyncStream.makeStream(of: LinkEvent.self)
             linkEvents = cont
-            let store = AckStore(path: config.ackOutboxPath, log: hub.logger("link"))
+            let reserve = config.ackOutboxPath.map { DataReserve(path: FileIO.directory(of: $0) + "/crier.reserve", log: hub.logger("storage")) }
+            reserve?.onChange { [weak self] in Task { await self?.poke() } }
+            dataReserve = reserve
+            let store = AckStore(path: config.ackOutboxPath, log: hub.logger("link"), reserve: reserve)
             queue.restore(store.restored)  // said before the restart: acked again, not said again
             ackStore = store
             if server.isMQTT {
-                let inbox = InboxStore(path: config.orderInboxPath, log: hub.logger("link"))
+                let inbox = InboxStore(path: config.orderInboxPath, log: hub.logger("link"), reserve: reserve)
                 queue.restore(inbox.restoredDone)  // the broker has these acks: a duplicate is acked again
                 inboxStore = inbox
             }
@@ -163,6 +171,7 @@ public actor Daemon {
         link?.stop()  // flushes what it can of the acks already sent
         ackStore?.close()  // the undelivered ones wait in the file for the next start
         inboxStore?.close()
+        dataReserve?.close()
         music?.stop()
         engine.stop()
         log.info("stopped")
@@ -233,10 +242,11 @@ public actor Daemon {
         switch admission {
         case .queued:
             alertLog.hub.emit(.info, alertLog.component, "queued",
-                              [("id", id)] + extra.map { ($0.key, $0.value.description) } + [("waiting", "\(queue.waitingCount)")])
+                              [("id", id)] + extra.map { ($0.key, $0.value.description) } + [("waiting", "\(queue.waitingCount)")]
+                                + (dataReserve?.holdsAlerts == true ? [("held", "the data partition is full; said once there is room")] : []))
             // Music starts going down now, before the alert's first sample exists.
-            if !gains.holdAlerts { engine.requestDuck(true) }
-            if let p = currentPrompt, !gains.holdAlerts { cutPrompt(p) }
+            if !alertsHeld { engine.requestDuck(true) }
+            if let p = currentPrompt, !alertsHeld { cutPrompt(p) }
             beginIfIdle(now: Self.now())
         case .alreadyQueued:
             alertLog.info("duplicate ignored (already queued or playing)", ["id": id])
@@ -313,7 +323,7 @@ public actor Daemon {
                              + (quiet ? [("prompt", "replaced by the Wi-Fi prompt")] : []))
             }
             for ack in queue.expire(now: now) { report(ack) }
-            let held = gains.holdAlerts
+            let held = alertsHeld
             var alert: Alert?
             if !held {
                 let n = queue.next(now: now)
@@ -388,7 +398,7 @@ public actor Daemon {
     /// An order was queued: when the speaker loop is asleep with nothing to say, start what it
     /// would start on waking, now, in this turn.
     func beginIfIdle(now: Double) {
-        guard asleep, begun == nil, current == nil, !gains.holdAlerts, !stopping else { return }
+        guard asleep, begun == nil, current == nil, !alertsHeld, !stopping else { return }
         let n = queue.next(now: now)
         for ack in n.expired { report(ack) }
         guard let alert = n.alert else { return }
@@ -439,7 +449,7 @@ public actor Daemon {
                     self.engine.stop(id: id)
                 }
             }
-            if !interrupting && !self.stopping && !self.gains.holdAlerts && self.queue.preempts(alert) {
+            if !interrupting && !self.stopping && !self.alertsHeld && self.queue.preempts(alert) {
                 interrupting = true
                 self.alertLog.info("interrupting for a more urgent order", ["ids": ids])
                 self.engine.stop(id: id)

@@ -1,6 +1,8 @@
 """Issue 13, items 7 and 8 with the real binary: the heartbeat under a backlog of acks, and
 exactly once across a restart (clean SIGTERM and SIGKILL as a power cut)."""
 import json
+import re
+import subprocess
 import os
 import re
 import signal
@@ -440,3 +442,108 @@ def test_an_order_redelivered_after_its_ack_was_confirmed_is_not_said_again_afte
     assert log.count("INFO alert: spoken id=K-1") == 1, log[-3000:]
     assert "INFO alert: acked again: spoken id=K-1" in log, log[-3000:]
     assert [(m["id"], m["status"]) for m in second if m["type"] == "ack"] == [("K-1", "spoken")], second
+
+
+def mount_tmpfs(path, size):
+    """A tiny tmpfs at `path` standing in for a full crier-data (root only; skipped otherwise)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a tmpfs")
+    os.makedirs(path, exist_ok=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%s,mode=0755" % size, "tmpfs", path],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip("cannot mount a tmpfs: %s" % r.stderr.strip())
+
+
+def fill(path):
+    """Writes `path` until the file system is full; returns the bytes written."""
+    n = 0
+    with open(path, "wb", buffering=0) as f:
+        chunk = b"\0" * 65536
+        while True:
+            try:
+                n += f.write(chunk)
+            except OSError:
+                break
+        # The last partial block.
+        try:
+            while True:
+                n += f.write(b"\0" * 512)
+        except OSError:
+            pass
+    return n
+
+
+def test_a_full_data_partition_never_says_an_order_twice_and_loses_none(box):
+    """Issue 31 item 1: crier-data fills while the box runs. The order being said is recorded
+    (the reserve makes room), the next one waits unsaid and unacked (the server keeps it), the
+    box restarts on the full partition, the server redelivers both: the first is acked again,
+    the second still waits; once space is freed it is said, without a restart. Each said once."""
+    data = str(box.tmp / "data")
+    mount_tmpfs(data, "8m")
+    listener, port = loopback_listener()
+    conf = ("server = tcp://127.0.0.1:%d\ndevice.id = full-box\nstatus.on_start = off\nstatus.on_link_up = off\n"
+            "input = fifo:%s\nstate.path = %s/state\ncontrol.socket = %s\nlink.heartbeat = 2\n" % (
+                port, box.tmp / "buttons.fifo", data, box.tmp / "control.sock"))
+    o1 = {"type": "order", "id": "F-1", "kind": "new_customer", "number": 1}
+    o2 = {"type": "order", "id": "F-2", "kind": "new_customer", "number": 2}
+    acks1, acks2 = [], []
+    logs = []
+    crier = None
+    try:
+        box.write_conf(conf)
+        crier = Proc([CRIER, "run", "--config", box.conf], env=box.env)
+        crier.wait_for(r" INFO runtime: ready")
+        c1 = ScriptedConn(listener)
+        assert c1.line(10)["type"] == "hello"
+        c1.send({"type": "welcome"})
+        crier.wait_for(r"INFO link: connected")
+        filled = fill(data + "/filler")
+        c1.send(o1)
+        crier.wait_for(r"INFO alert: spoken id=F-1", timeout=30)
+
+        def read(conn, into, seconds, pong, until=lambda: False):
+            end = time.monotonic() + seconds
+            while time.monotonic() < end and not until():
+                m = conn.line(0.2)
+                if m and m["type"] == "ack":
+                    into.append((m["id"], m["status"]))
+                elif m and m["type"] == "ping" and pong:
+                    conn.send({"type": "pong"})
+        read(c1, acks1, 1.5, pong=False)  # never confirmed: a restart must not forget F-1
+        c1.send(o2)
+        read(c1, acks1, 3, pong=False)
+        assert crier.stop() == 0
+        logs += crier.lines()
+        c1.close()
+
+        crier = Proc([CRIER, "run", "--config", box.conf], env=box.env)
+        crier.wait_for(r" INFO runtime: ready")
+        c2 = ScriptedConn(listener)
+        assert c2.line(10)["type"] == "hello"
+        c2.send({"type": "welcome"}, o1, o2)
+        read(c2, acks2, 3, pong=True)
+        held = list(acks2)
+        os.unlink(data + "/filler")
+        read(c2, acks2, 20, pong=True, until=lambda: ("F-2", "spoken") in acks2)
+        c2.close()
+    finally:
+        if crier is not None:
+            crier.stop()
+            logs += crier.lines()
+        listener.close()
+        subprocess.run(["umount", "-l", data])
+    log = "\n".join(logs)
+    print("\nfiller %d bytes; first run acks %s; after restart, before space came back %s, after %s" % (
+        filled, acks1, held, acks2))
+    for line in logs:
+        if "storage:" in line:
+            print(line)
+    assert log.count("INFO alert: spoken id=F-1") == 1, log[-4000:]
+    assert log.count("INFO alert: spoken id=F-2") == 1, log[-4000:]
+    assert acks1 == [("F-1", "spoken")], acks1
+    assert held == [("F-1", "spoken")], "F-1 acked again from the outbox file, F-2 held: %s" % held
+    assert acks2 == [("F-1", "spoken"), ("F-2", "spoken")], acks2
+    assert re.search(r"ERROR storage: the data partition is full \(\d+\.\d MiB free in %s\)" % re.escape(data), log), log[-4000:]
+    assert "NOTICE storage: the data partition has room again" in log, log[-4000:]
+    assert re.search(r"INFO alert: queued id=F-2 .*held=", log), log[-4000:]
