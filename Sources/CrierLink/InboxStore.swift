@@ -96,7 +96,9 @@ public final class InboxStore: Sendable {
     private func record(_ change: (inout OrderInbox) -> [[UInt8]]) -> Bool {
         state.withLock { s -> Bool in
             let lines = change(&s.inbox)
-            guard let path, !lines.isEmpty else { return true }
+            // A failed write is made good by the next one (written whole), even when that is a
+            // broker's redelivery of the same records (nothing new to append).
+            guard let path, !lines.isEmpty || s.rewrite else { return true }
             let t0 = Monotonic.now()
             var code: Int32 = 0
             func attempt() -> SystemError? {

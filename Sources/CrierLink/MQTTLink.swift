@@ -578,7 +578,14 @@ public final class MQTTLink: OrderLinking {
         }
         // On the card before anything else happens: the PUBACKs go out at the next loopWrite.
         let received = arrivals.compactMap { a -> OrderInbox.Entry? in if case .entry(let e) = a { e } else { nil } }
-        if !received.isEmpty { inbox.received(received) }
+        if !received.isEmpty, !inbox.received(received) {
+            // Not on the card for lack of space, even after the reserve made room (issue 31):
+            // their PUBACKs must not leave. The socket is shut before any loopWrite, so the
+            // broker keeps them and delivers them again on the next connection.
+            if client.socket >= 0 { _ = Glibc.shutdown(client.socket, Int32(SHUT_RDWR)) }
+            if end == nil { end = .lost("the order inbox cannot be written (the data partition is full): \(received.count) order(s) left with the broker, not PUBACKed") }
+            arrivals.removeAll { if case .entry = $0 { true } else { false } }
+        }
         // The broker has these acks: the orders leave the inbox, then the outbox lets them go.
         if !delivered.isEmpty { inbox.delivered(delivered) }
         if pongs > 0 { ackStore.with { o in for _ in 0..<pongs { _ = o.pong() } } }

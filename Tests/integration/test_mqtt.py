@@ -901,3 +901,60 @@ def test_a_broker_disconnect_session_taken_over_is_logged_as_such(box):
     finally:
         done.append(1)
         srv.close()
+
+
+def test_a_full_data_partition_never_says_an_order_twice_over_mqtt(box, broker):
+    """Issue 31 item 1 over MQTT: crier-data fills while an order is being said. Its outcome is
+    recorded in the room the reserve leaves (before: the outbox write failed and the ack went out
+    from memory; had the inbox's `ack` record failed too, the inbox would have handed the order
+    over again after a restart). The next order is journaled and waits unsaid (before: said while
+    nothing could record it); after a restart on the full partition it still waits; once space
+    is freed it is said, without a restart. Each said once."""
+    from test_link import fill, mount_tmpfs, unfill
+    data = str(box.tmp / "data")
+    mount_tmpfs(data, "8m")
+    sub = broker.subscriber("crier/box1/acks")
+    text = ("device.id = box1\nserver = mqtt://127.0.0.1:%d\nmqtt.username = box1\nmqtt.password = %s\n"
+            "state.path = %s/state\nlink.heartbeat = 5\nstatus.on_start = off\n") % (broker.port, USERS["box1"], data)
+    box.write_conf(text)
+    logs = []
+    crier = None
+    try:
+        crier = run_box(box)
+        crier.wait_for(r"INFO link: connected")
+        broker.publish("crier/box1/orders", '{"type":"order","id":"M-1","kind":"text","text":"%s"}' % ("请到前台取餐" * 3))
+        crier.wait_for(r"INFO alert: saying ids=M-1")
+        filled = fill(data + "/filler")
+        crier.wait_for(r"INFO alert: spoken id=M-1", timeout=30)
+        sub.wait_for(r'"id":"M-1","status":"spoken"', which="out", timeout=20)
+        broker.publish("crier/box1/orders", order("M-2", 2))
+        crier.wait_for(r"INFO alert: queued id=M-2", timeout=20)
+        time.sleep(2)
+        assert crier.stop() == 0
+        logs += crier.lines()
+        crier = run_box(box)
+        crier.wait_for(r"INFO link: connected")
+        time.sleep(3)
+        unfill(data + "/filler")
+        end = time.monotonic() + 30
+        while time.monotonic() < end and not acks(sub, "M-2"):
+            time.sleep(0.1)
+        time.sleep(1)
+    finally:
+        if crier is not None:
+            crier.stop()
+            logs += crier.lines()
+        sub.stop()
+        subprocess.run(["umount", "-l", data])
+    log = "\n".join(logs)
+    print("\nfiller %d bytes; acks seen: %s" % (filled, [l for l in sub.lines("out")]))
+    for line in logs:
+        if "storage:" in line:
+            print(line[:300])
+    assert log.count("INFO alert: spoken id=M-1") == 1, log[-4000:]
+    assert log.count("INFO alert: spoken id=M-2") == 1, log[-4000:]
+    assert "spoken id=M-2" not in log.split("NOTICE storage: the data partition has room again")[0], \
+        "said while the partition was full: its outcome could not have been recorded"
+    assert re.search(r"ERROR storage: the data partition is full", log), log[-4000:]
+    assert "NOTICE storage: the data partition has room again" in log, log[-4000:]
+    assert acks(sub, "M-1") and acks(sub, "M-2"), sub.lines("out")
