@@ -144,10 +144,16 @@ public final class InboxStore: Sendable {
                 }
                 if s.fd < 0 {
                     failure = SystemError("open", path: path)
-                } else if !FileIO.writeAll(s.fd, lines.joined()) || fdatasync(s.fd) != 0 {
-                    failure = SystemError("write", path: path)
-                    Glibc.close(s.fd)
-                    s.fd = -1
+                } else {
+                    let end = lseek(s.fd, 0, SEEK_END)
+                    if !FileIO.writeAll(s.fd, lines.joined()) || fdatasync(s.fd) != 0 {
+                        failure = SystemError("write", path: path)
+                        // Half a record would read back as a damaged line: cut it off (the
+                        // file is written whole at the next change anyway).
+                        if end >= 0 { _ = ftruncate(s.fd, end) }
+                        Glibc.close(s.fd)
+                        s.fd = -1
+                    }
                 }
                 // The file lacks these records, or ends in half of them: the next change
                 // writes it whole. An append would leave them out, or glue onto the half line

@@ -929,15 +929,26 @@ def test_a_full_data_partition_never_says_an_order_twice_over_mqtt(box, broker):
         sub.wait_for(r'"id":"M-1","status":"spoken"', which="out", timeout=20)
         broker.publish("crier/box1/orders", order("M-2", 2))
         crier.wait_for(r"INFO alert: queued id=M-2", timeout=20)
-        time.sleep(2)
+        # Something fills the room the reserve left too: the next order cannot be journaled,
+        # so it is not PUBACKed (the broker keeps it), across the restart too.
+        fill(data + "/filler2")
+        # Longer than a page once journaled (the spaces are not said), so that its append
+        # needs room the partition no longer has.
+        broker.publish("crier/box1/orders", '{"type":"order","id":"M-3","kind":"text","text":"三号%s"}' % (" " * 6000))
+        crier.wait_for(r"WARN link: connection lost .*the order inbox cannot be written .*not PUBACKed", timeout=20)
+        time.sleep(1)
         assert crier.stop() == 0
         logs += crier.lines()
         crier = run_box(box)
-        crier.wait_for(r"INFO link: connected")
-        time.sleep(3)
+        crier.wait_for(r"INFO runtime: ready")
+        # M-2 is back from the inbox (held); the broker delivers M-3 again, still not journaled.
+        crier.wait_for(r"INFO alert: queued id=M-2 .*held=")
+        crier.wait_for(r"WARN link: connection lost .*not PUBACKed", timeout=20)
+        time.sleep(2)
         unfill(data + "/filler")
-        end = time.monotonic() + 30
-        while time.monotonic() < end and not acks(sub, "M-2"):
+        unfill(data + "/filler2")
+        end = time.monotonic() + 45
+        while time.monotonic() < end and not (acks(sub, "M-2") and acks(sub, "M-3")):
             time.sleep(0.1)
         time.sleep(1)
     finally:
@@ -953,8 +964,9 @@ def test_a_full_data_partition_never_says_an_order_twice_over_mqtt(box, broker):
             print(line[:300])
     assert log.count("INFO alert: spoken id=M-1") == 1, log[-4000:]
     assert log.count("INFO alert: spoken id=M-2") == 1, log[-4000:]
+    assert log.count("INFO alert: spoken id=M-3") == 1, log[-4000:]
     assert "spoken id=M-2" not in log.split("NOTICE storage: the data partition has room again")[0], \
         "said while the partition was full: its outcome could not have been recorded"
     assert re.search(r"ERROR storage: the data partition is full", log), log[-4000:]
     assert "NOTICE storage: the data partition has room again" in log, log[-4000:]
-    assert acks(sub, "M-1") and acks(sub, "M-2"), sub.lines("out")
+    assert acks(sub, "M-1") and acks(sub, "M-2") and acks(sub, "M-3"), sub.lines("out")
