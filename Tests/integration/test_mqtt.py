@@ -970,3 +970,29 @@ def test_a_full_data_partition_never_says_an_order_twice_over_mqtt(box, broker):
     assert re.search(r"ERROR storage: the data partition is full", log), log[-4000:]
     assert "NOTICE storage: the data partition has room again" in log, log[-4000:]
     assert acks(sub, "M-1") and acks(sub, "M-2") and acks(sub, "M-3"), sub.lines("out")
+
+
+def test_an_order_published_again_after_a_reload_is_acked_again_not_said_again(box, broker):
+    """Issue 31 item 4 over MQTT: the order is said and its ack PUBACKed by the broker; the box
+    reloads (SIGHUP, same PID); the order server publishes the same order again (it lost the
+    ack): acked again, not said again (the inbox's and the outbox's remembered outcomes)."""
+    sub = broker.subscriber("crier/box1/acks")
+    box_conf(box, broker)
+    crier = run_box(box)
+    try:
+        crier.wait_for(r"INFO link: connected")
+        broker.publish("crier/box1/orders", order("H-1", 5))
+        sub.wait_for(r'"id":"H-1","status":"spoken"', which="out", timeout=30)
+        time.sleep(0.5)
+        box.write_conf(open(box.conf).read() + "volume.default = 5\n")
+        crier.p.send_signal(signal.SIGHUP)
+        crier.wait_for(r"INFO runtime: reloaded")
+        crier.wait_for(r"INFO link: connected", count=2)
+        broker.publish("crier/box1/orders", order("H-1", 5))
+        crier.wait_for(r"INFO alert: acked again: spoken id=H-1", timeout=20)
+        time.sleep(1)
+    finally:
+        assert crier.stop() == 0
+        sub.stop()
+    assert len([l for l in crier.lines() if "INFO alert: spoken id=H-1" in l]) == 1, "\n".join(crier.lines()[-30:])
+    assert len(acks(sub, "H-1")) >= 2, sub.lines("out")
