@@ -562,3 +562,54 @@ def test_a_full_data_partition_never_says_an_order_twice_and_loses_none(box):
     assert re.search(r"ERROR storage: the data partition is full \(\d+\.\d MiB free in %s\)" % re.escape(data), log), log[-4000:]
     assert "NOTICE storage: the data partition has room again" in log, log[-4000:]
     assert re.search(r"INFO alert: queued id=F-2 .*held=", log), log[-4000:]
+
+
+def test_reloads_at_random_moments_never_say_a_redelivered_order_twice(box):
+    """Issue 31 item 4, seeded: four reloads (SIGHUP) at random moments relative to an order's
+    arrival, speech, ack and pong; a hostile server redelivers every order it ever sent on every
+    connection. Each order is said exactly once."""
+    import random
+    seed = int(os.environ.get("CRIER_SEED", "31"))
+    rng = random.Random(seed)
+    listener, port = loopback_listener()
+    crier = crier_run(box, port, "link.heartbeat = 2\n")
+    sent, acks, delays = [], [], []
+    try:
+        for i in range(5):
+            c = ScriptedConn(listener)
+            assert c.line(10)["type"] == "hello"
+            if i < 4:
+                sent.append({"type": "order", "id": "R-%d" % i, "kind": "new_customer", "number": i})
+            c.send({"type": "welcome"}, *sent)
+            if i == 4:
+                c.acks(acks, 15, until=lambda a: {m["id"] for m in a if m["status"] == "spoken"} >= {o["id"] for o in sent})
+                c.close()
+                break
+            d = rng.uniform(0, 3)
+            delays.append(round(d, 2))
+            c.acks(acks, d)
+            box.write_conf(open(box.conf).read() + "volume.default = %d\n" % (i + 2))
+            crier.p.send_signal(signal.SIGHUP)
+            while True:  # until the old image closes the connection
+                try:
+                    m = c.line(10)
+                except OSError:  # reset: the old image is gone
+                    m = None
+                if m is None:
+                    break
+                if m["type"] == "ack":
+                    acks.append(m)
+                elif m["type"] == "ping":
+                    c.send({"type": "pong"})
+            crier.wait_for(r"INFO runtime: reloaded", count=i + 1)
+            c.close()
+    finally:
+        crier.stop()
+        listener.close()
+    log = "\n".join(crier.lines())
+    print("\nseed %d: SIGHUP %s s after each connection's welcome; acks %s" % (
+        seed, delays, [(m["id"], m["status"]) for m in acks]))
+    for o in sent:
+        said = log.count("INFO alert: spoken id=%s " % o["id"])
+        assert said == 1, "%s said %d times\n%s" % (o["id"], said, log[-3000:])
+        assert (o["id"], "spoken") in [(m["id"], m["status"]) for m in acks], acks
