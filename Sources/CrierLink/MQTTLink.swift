@@ -583,7 +583,7 @@ public final class MQTTLink: OrderLinking {
             // their PUBACKs must not leave. The socket is shut before any loopWrite, so the
             // broker keeps them and delivers them again on the next connection.
             if client.socket >= 0 { _ = Glibc.shutdown(client.socket, Int32(SHUT_RDWR)) }
-            if end == nil { end = .lost("the order inbox cannot be written (the data partition is full): \(received.count) order(s) left with the broker, not PUBACKed") }
+            if end == nil { end = .lost(.lost("the order inbox cannot be written (the data partition is full): \(received.count) order(s) left with the broker, not PUBACKed")) }
             arrivals.removeAll { if case .entry = $0 { true } else { false } }
         }
         // The broker has these acks: the orders leave the inbox, then the outbox lets them go.
