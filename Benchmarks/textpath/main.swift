@@ -73,7 +73,7 @@ print("|---|---:|---:|---:|---:|---:|---:|---:|")
 for (name, o, content) in cases {
     var admit: [Double] = [], render: [Double] = [], first: [Double] = [], whole: [Double] = []
     var clean: [Double] = [], numbers: [Double] = []
-    let raw: String = if case .text(let t) = content { t } else { announcer.announceParts(content, lang: .zh).map(\.utterance.text).joined() }
+    let raw: String = if case .order(let k) = content, k.spec == .text { k.value.text } else { announcer.announceParts(content, lang: .zh).map(\.utterance.text).joined() }
     let cleaned = TextSanitizer.clean(raw, maxChars: 500).text
     var parts: [Announcer.Result] = []
     for _ in 0..<runs {

@@ -122,8 +122,8 @@ public final class MQTTOrderSim: Sendable {
                 summary.orders += 1
                 lastOrderAt = Monotonic.now()
                 if !mqtt.quiet {
-                    switch o.kind {
-                    case .newCustomer(let num): output("order id=\(o.id) kind=new_customer number=\(num) device=\(device)")
+                    switch (o.kind.spec, o.kind.value) {
+                    case (.newCustomer, .integer(let num)): output("order id=\(o.id) kind=new_customer number=\(num) device=\(device)")
                     default: output("order id=\(o.id) kind=\(o.kind.name) device=\(device)")
                     }
                 }

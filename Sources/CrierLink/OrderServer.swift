@@ -329,11 +329,7 @@ public final class OrderServer: Sendable {
 
         func describe(_ o: Order) -> [(String, String)] {
             var kv: [(String, String)] = [("id", o.id), ("kind", o.kind.name)]
-            switch o.kind {
-            case .newCustomer(let n): kv.append(("number", String(n)))
-            case .payment(let a): kv.append(("amount", a))
-            case .text(let t): kv.append(("text", t))
-            }
+            kv.append((o.kind.spec.field, o.kind.value.text))
             if let l = o.lang { kv.append(("lang", l.rawValue)) }
             if o.priority != 0 { kv.append(("priority", String(o.priority))) }
             return kv

@@ -156,7 +156,7 @@ struct OrderServerTests {
         #expect(summary.unacked == 0)
         #expect(!summary.timedOut)
         #expect(lines.all.last == "done orders=50 spoken=50 expired=0 cancelled=0 rejected=0 unacked=0")
-        #expect(box.orders.allSatisfy { if case .newCustomer(let n) = $0.kind { (0...99).contains(n) } else { false } })
+        #expect(box.orders.allSatisfy { if $0.kind.spec == .newCustomer, case .integer(let n) = $0.kind.value { (0...99).contains(n) } else { false } })
         #expect(Set(box.orders.map(\.id)).count == 50)
     }
 

@@ -241,9 +241,10 @@ public struct ConfigParser: Sendable {
         // A template that lost what it is for: "Order #{number}" unquoted is "Order" (a `#`
         // after a space starts a comment), and every customer would hear no number.
         for lang in Lang.allCases {
-            for name in [Templates.Name.newCustomer, .newCustomers, .payment, .text] {
+            for t in OrderKindSpec.templates {
+                let name = Templates.Name(rawValue: t.name), wanted = t.placeholder
                 let key = "template.\(lang.rawValue).\(name.rawValue)"
-                guard let l = lineOf[key], let wanted = Templates.placeholders[name]?.first else { continue }
+                guard let l = lineOf[key] else { continue }
                 if !Templates.placeholderNames(in: c.templates[lang, name]).contains(wanted) {
                     out.append((l, key, "has no {\(wanted)}, so the \(wanted.replacingAll("_", with: " ")) is never said; if the line has a # after a space, the rest was read as a comment: put the value in quotes (\"Order #{\(wanted)}\")", .warning))
                 }

@@ -26,16 +26,12 @@ public struct Alert: Sendable, Equatable, CustomStringConvertible {
         self.priority = orders[0].priority
         self.occasion = occasion
         if orders.count > 1 {
-            content = .newCustomers(numbers: orders.map {
-                if case .newCustomer(let n) = $0.kind { n } else { preconditionFailure("only new_customer orders coalesce") }
-            })
+            let spec = orders[0].kind.spec
+            precondition(spec.coalescing != nil && orders.allSatisfy { $0.kind.spec == spec }, "only orders of one kind that coalesces are said together")
+            content = .coalesced(spec, orders.map(\.kind.value))
             overrideText = nil
         } else {
-            switch orders[0].kind {
-            case .newCustomer(let n): content = .newCustomer(number: n)
-            case .payment(let a): content = .payment(amount: a)
-            case .text(let t): content = .text(t)
-            }
+            content = .order(orders[0].kind)
             overrideText = orders[0].text
         }
     }
@@ -64,8 +60,8 @@ public struct Alert: Sendable, Equatable, CustomStringConvertible {
 ///   the start of its first unheard part.
 /// - A coalesced alert cut short acks `spoken` only the orders whose part was heard; the rest
 ///   are put back, unacked.
-/// - Waiting `new_customer` orders of the same language and priority without their own `text`
-///   are said together (up to `AlertConfig.coalesceMax`) in arrival order.
+/// - Waiting orders of a kind that coalesces (`new_customer`) of the same language and priority
+///   without their own `text` are said together (up to `AlertConfig.coalesceMax`) in arrival order.
 /// - Bounded by `AlertConfig.queueMax` waiting orders: more are `rejected` (`queue_full`).
 /// - An order whose `ttl` passes while it waits is acked `expired`; one already being said is
 ///   finished.
@@ -422,8 +418,7 @@ public struct AlertQueue: Sendable {
     }
 
     private static func coalescable(_ e: Entry) -> Bool {
-        if case .newCustomer = e.order.kind, e.order.text == nil { return true }
-        return false
+        e.order.kind.spec.coalescing != nil && e.order.text == nil
     }
 
     /// Moves the head (and whatever coalesces with it) in flight and returns its alert.
@@ -432,8 +427,8 @@ public struct AlertQueue: Sendable {
         var picked = [head]
         if Self.coalescable(h), config.coalesceMax > 1 {
             let others = waiting.indices
-                .filter { $0 != head && Self.coalescable(waiting[$0]) && waiting[$0].lang == h.lang
-                    && waiting[$0].order.priority == h.order.priority }
+                .filter { $0 != head && Self.coalescable(waiting[$0]) && waiting[$0].order.kind.spec == h.order.kind.spec
+                    && waiting[$0].lang == h.lang && waiting[$0].order.priority == h.order.priority }
                 .sorted { (waiting[$0].front ? 0 : 1, waiting[$0].seq) < (waiting[$1].front ? 0 : 1, waiting[$1].seq) }
             picked += others.prefix(config.coalesceMax - 1)
         }

@@ -1,20 +1,6 @@
 /// One order from the server, validated (docs/protocol.md, "order").
 public struct Order: Sendable, Equatable {
-    public enum Kind: Sendable, Equatable {
-        /// 0...999999.
-        case newCustomer(number: Int)
-        /// A decimal string: digits, optionally `.` and 1-2 digits ("100.50").
-        case payment(amount: String)
-        case text(String)
-
-        public var name: String {
-            switch self {
-            case .newCustomer: "new_customer"
-            case .payment: "payment"
-            case .text: "text"
-            }
-        }
-    }
+    // `Kind` (what it is about and its value) is in OrderKinds.swift, with the table of kinds.
 
     public var id: String
     public var kind: Kind

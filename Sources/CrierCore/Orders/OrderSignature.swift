@@ -7,8 +7,10 @@ public typealias MACFunction = @Sendable (_ key: [UInt8], _ message: [UInt8]) ->
 /// form). This file holds the rules; the MAC itself comes from outside.
 public enum OrderSigning {
     /// The fields covered, in this order. Fields not listed (and `sig`) are not signed; they are
-    /// ones the device ignores anyway.
-    public static let canonicalFields = ["type", "id", "kind", "number", "amount", "text", "lang", "priority", "ttl", "ts"]
+    /// ones the device ignores anyway. Each order kind's field (`OrderKindSpec.fields`: number,
+    /// amount, text) is covered, so a new kind's value cannot be altered in transit.
+    public static let canonicalFields = ["type", "id", "kind"] + OrderKindSpec.fields.filter { $0 != "text" }
+        + ["text", "lang", "priority", "ttl", "ts"]
     /// Seconds a `ts` may be away from the device's clock, either way.
     public static let window: Int64 = 300
 

@@ -176,33 +176,11 @@ public enum ProtocolCodec {
         let id = try r.id()
         r.orderID = id
         let kindName = try r.string("kind")
-        let kind: Order.Kind
         let overrideText = try r.optionalString("text")
-        switch kindName {
-        case "new_customer":
-            guard r.obj["number"] != nil else { throw r.missing("number", because: "kind new_customer") }
-            let n = try r.int("number")
-            guard Order.numberRange.contains(n) else {
-                throw r.invalid("number", "must be 0...999999, got \(n)")
-            }
-            kind = .newCustomer(number: n)
-        case "payment":
-            guard r.obj["amount"] != nil else { throw r.missing("amount", because: "kind payment") }
-            if case .number(let n)? = r.obj["amount"] {
-                throw r.wrongType("amount", "must be a decimal string like \"100.50\", got the number \(n.literal)")
-            }
-            let a = try r.string("amount")
-            guard Order.isValidAmount(a) else {
-                throw r.invalid("amount", "must be a decimal string like \"100.50\" (at most 2 decimals, no sign), got \"\(a)\"")
-            }
-            kind = .payment(amount: a)
-        case "text":
-            guard let t = overrideText else { throw r.missing("text", because: "kind text") }
-            guard t.contains(where: { !$0.isWhitespace }) else { throw r.invalid("text", "is empty") }
-            kind = .text(t)
-        default:
-            throw r.invalid("kind", "must be new_customer, payment or text, got \"\(kindName)\"")
+        guard let spec = OrderKindSpec.named(kindName) else {
+            throw r.invalid("kind", "must be \(OrderKindSpec.namesInProse), got \"\(kindName)\"")
         }
+        let kind = Order.Kind(spec, try spec.read(r))
         var lang: Lang?
         if let l = try r.optionalString("lang") {
             guard let v = Lang(rawValue: l) else {
@@ -225,7 +203,7 @@ public enum ProtocolCodec {
             }
             ttl = d
         }
-        if case .text = kind {
+        if spec.value == .text {
             return Order(id: id, kind: kind, lang: lang, text: nil, priority: priority, ttl: ttl)
         }
         if let t = overrideText, !t.contains(where: { !$0.isWhitespace }) {
@@ -271,11 +249,7 @@ public enum ProtocolCodec {
         case .order(let order):
             o["id"] = .string(order.id)
             o["kind"] = .string(order.kind.name)
-            switch order.kind {
-            case .newCustomer(let n): o["number"] = .number(JSONNumber(n))
-            case .payment(let a): o["amount"] = .string(a)
-            case .text(let t): o["text"] = .string(t)
-            }
+            o[order.kind.spec.field] = order.kind.value.json
             if let lang = order.lang { o["lang"] = .string(lang.rawValue) }
             if let t = order.text, o["text"] == nil { o["text"] = .string(t) }
             if order.priority != 0 { o["priority"] = .number(JSONNumber(order.priority)) }

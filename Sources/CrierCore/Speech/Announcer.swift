@@ -1,14 +1,21 @@
 /// What an alert or prompt is about, before it becomes words.
 public enum AnnouncementContent: Sendable, Equatable {
-    case newCustomer(number: Int)
-    /// Several waiting `new_customer` alerts said in one utterance.
-    case newCustomers(numbers: [Int])
-    /// `amount` is a validated decimal string such as "100.50".
-    case payment(amount: String)
-    case text(String)
+    /// One order: its kind's template, filled with its value.
+    case order(Order.Kind)
+    /// Several waiting orders of a kind that coalesces (`OrderKindSpec.coalescing`), said in
+    /// one utterance: their values, in the order said.
+    case coalesced(OrderKindSpec, [Order.Kind.Value])
     case prompt(Templates.Name)
     /// A prompt whose template takes values (`updated`: `{version}`).
     case filled(Templates.Name, [String: String])
+
+    /// Shorthands for code and tests; a new kind needs none.
+    public static func newCustomer(number: Int) -> Self { .order(.newCustomer(number: number)) }
+    /// Several waiting `new_customer` alerts said in one utterance.
+    public static func newCustomers(numbers: [Int]) -> Self { .coalesced(.newCustomer, numbers.map { .integer($0) }) }
+    /// `amount` is a validated decimal string such as "100.50".
+    public static func payment(amount: String) -> Self { .order(.payment(amount: amount)) }
+    public static func text(_ t: String) -> Self { .order(.text(t)) }
 }
 
 /// Text ready for the synthesizer, in one language.
@@ -66,14 +73,11 @@ public struct Announcer: Sendable {
     public func announce(_ content: AnnouncementContent, lang: Lang, overrideText: String? = nil) -> Result {
         let raw: String
         switch content {
-        case .newCustomer(let n):
-            raw = Templates.fill(templates[lang, .newCustomer], ["number": String(n)])
-        case .newCustomers(let ns):
-            raw = Templates.fill(templates[lang, .newCustomers], ["numbers": Self.list(ns, lang: lang)])
-        case .payment(let amount):
-            raw = Templates.fill(templates[lang, .payment], ["amount": Self.grouped(amount)])
-        case .text(let t):
-            raw = Templates.fill(templates[lang, .text], ["text": t])
+        case .order(let kind):
+            raw = Templates.fill(templates[lang, Templates.Name(kind: kind.spec)], [kind.spec.field: Self.spoken(kind)])
+        case .coalesced(let spec, let values):
+            let pieces = Self.listPieces(values.map { Order.Kind(spec, $0) }, lang: lang)
+            raw = Templates.fill(templates[lang, Self.coalescedName(spec)], [spec.coalescing?.placeholder ?? spec.field: pieces.joined()])
         case .prompt(let name):
             raw = templates[lang, name]
         case .filled(let name, let values):
@@ -82,7 +86,7 @@ public struct Announcer: Sendable {
         if let overrideText {
             let r = render(overrideText, lang: lang)
             if r.speakable { return r }
-            if case .text = content { return r }
+            if case .order(let kind) = content, kind.spec.value == .text { return r }
             var t = render(raw, lang: lang)
             t.fellBackToTemplate = true
             return t
@@ -101,12 +105,17 @@ public struct Announcer: Sendable {
 
     /// What `order` would say, as the queue will announce it (its own `text` over the template).
     public func announce(_ order: Order, lang: Lang) -> Result {
-        let content: AnnouncementContent = switch order.kind {
-        case .newCustomer(let n): .newCustomer(number: n)
-        case .payment(let a): .payment(amount: a)
-        case .text(let t): .text(t)
-        }
-        return announce(content, lang: lang, overrideText: order.text)
+        announce(.order(order.kind), lang: lang, overrideText: order.text)
+    }
+
+    /// The value as it goes into its template: an amount with its digits grouped (`grouped`).
+    static func spoken(_ kind: Order.Kind) -> String {
+        kind.spec.value == .amount ? grouped(kind.value.text) : kind.value.text
+    }
+
+    /// The template of several orders of `spec` said together.
+    static func coalescedName(_ spec: OrderKindSpec) -> Templates.Name {
+        Templates.Name(rawValue: spec.coalescing?.name ?? spec.name)
     }
 
     /// The rejection for an order with nothing to say (only emoji, symbols, invisible or
@@ -116,17 +125,5 @@ public struct Announcer: Sendable {
         guard !announce(order, lang: lang).speakable else { return nil }
         return Ack(id: order.id, status: .rejected, reason: Ack.Reason.nothingToSay,
                    message: "nothing to say: no letter or digit left after removing control, invisible and emoji characters")
-    }
-
-    /// zh: 41号、42号、43号; en: 41, 42 and 43.
-    static func list(_ ns: [Int], lang: Lang) -> String {
-        switch lang {
-        case .zh:
-            return ns.map { "\($0)号" }.joined(separator: "、")
-        case .en:
-            let items = ns.map(String.init)
-            guard items.count > 1 else { return items.first ?? "" }
-            return items.dropLast().joined(separator: ", ") + " and " + items.last!
-        }
     }
 }

@@ -1,77 +1,73 @@
 /// What each kind of announcement says, per language. `{number}`, `{numbers}`, `{amount}` and
-/// `{text}` are filled in; numbers are then spelled out by `NumberWords`.
+/// `{text}` are filled in; numbers are then spelled out by `NumberWords`. The orders' templates
+/// come from the table of order kinds (`OrderKindSpec.all`); the prompts' are here.
 public struct Templates: Sendable, Equatable {
-    public enum Name: String, Sendable, CaseIterable {
-        case newCustomer = "new_customer"
-        case newCustomers = "new_customers"
-        case payment
-        case text
-        case started
-        case linkUp = "link_up"
-        case linkDown = "link_down"
-        case volumeMax = "volume_max"
-        case volumeMin = "volume_min"
-        case muteEnded = "mute_ended"
-        case noOrders = "no_orders"
-        case wifiConnected = "wifi_connected"
-        case wifiWrongPassword = "wifi_wrong_password"
-        case wifiNotFound = "wifi_not_found"
-        case wifiNoAddress = "wifi_no_address"
-        case updated
-        case updateFailed = "update_failed"
+    /// A template's name: `template.<lang>.<name>` in crier.conf.
+    public struct Name: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        /// The prompts (what the box says about itself; their defaults are in `prompts`).
+        public static let started: Name = "started", linkUp: Name = "link_up", linkDown: Name = "link_down"
+        public static let volumeMax: Name = "volume_max", volumeMin: Name = "volume_min", muteEnded: Name = "mute_ended", noOrders: Name = "no_orders"
+        public static let wifiConnected: Name = "wifi_connected", wifiWrongPassword: Name = "wifi_wrong_password"
+        public static let wifiNotFound: Name = "wifi_not_found", wifiNoAddress: Name = "wifi_no_address"
+        public static let updated: Name = "updated", updateFailed: Name = "update_failed"
+
+        /// Shorthands for code and tests; a new order kind needs none.
+        public static let newCustomer = Name(kind: .newCustomer), payment = Name(kind: .payment), text = Name(kind: .text)
+        public static let newCustomers = Name(rawValue: OrderKindSpec.newCustomer.coalescing!.name)
+
+        /// An order kind's own template.
+        public init(kind: OrderKindSpec) { rawValue = kind.name }
+        public init(stringLiteral s: String) { rawValue = s }
+
+        /// Orders' templates (table order), then the prompts': the order of the config keys.
+        public static let allCases: [Name] = OrderKindSpec.templates.map { Name(rawValue: $0.name) } + prompts.map(\.name)
     }
 
     public var table: [Lang: [Name: String]] = Templates.defaults
 
     public init() {}
 
-    public static let defaults: [Lang: [Name: String]] = [
-        .zh: [
-            .newCustomer: "新客户来了，{number}号",
-            .newCustomers: "新客户来了，{numbers}",
-            .payment: "收款{amount}元",
-            .text: "{text}",
-            .started: "音箱已启动",
-            .linkUp: "服务器已连接",
-            .linkDown: "服务连接失败，请检查网络",
-            .volumeMax: "音量最大",
-            .volumeMin: "音量最小",
-            .muteEnded: "静音已结束",
-            .noOrders: "暂无订单",
-            .wifiConnected: "无线网络已连接",
-            .wifiWrongPassword: "无线网络密码错误",
-            .wifiNotFound: "未找到无线网络",
-            .wifiNoAddress: "无线网络未获取到地址",
-            .updated: "已更新到版本{version}",
-            .updateFailed: "更新到版本{version}失败，已恢复版本{from_version}",
-        ],
-        .en: [
-            .newCustomer: "New customer, number {number}",
-            .newCustomers: "New customers: {numbers}",
-            .payment: "Payment received, {amount}",
-            .text: "{text}",
-            .started: "Speaker ready",
-            .linkUp: "Server connected",
-            .linkDown: "Server connection failed, please check the network",
-            .volumeMax: "Maximum volume",
-            .volumeMin: "Minimum volume",
-            .muteEnded: "Mute ended",
-            .noOrders: "No orders yet",
-            .wifiConnected: "Wi-Fi connected",
-            .wifiWrongPassword: "Wi-Fi password wrong",
-            .wifiNotFound: "Wi-Fi network not found",
-            .wifiNoAddress: "Wi-Fi connected, but no IP address",
-            .updated: "Updated to version {version}",
-            .updateFailed: "Update to version {version} failed; back on version {from_version}",
-        ],
+    /// The prompts: what the box says about itself, with their placeholders.
+    static let prompts: [(name: Name, placeholders: [String], defaults: [Lang: String])] = [
+        (.started, [], [.zh: "音箱已启动", .en: "Speaker ready"]),
+        (.linkUp, [], [.zh: "服务器已连接", .en: "Server connected"]),
+        (.linkDown, [], [.zh: "服务连接失败，请检查网络", .en: "Server connection failed, please check the network"]),
+        (.volumeMax, [], [.zh: "音量最大", .en: "Maximum volume"]),
+        (.volumeMin, [], [.zh: "音量最小", .en: "Minimum volume"]),
+        (.muteEnded, [], [.zh: "静音已结束", .en: "Mute ended"]),
+        (.noOrders, [], [.zh: "暂无订单", .en: "No orders yet"]),
+        (.wifiConnected, [], [.zh: "无线网络已连接", .en: "Wi-Fi connected"]),
+        (.wifiWrongPassword, [], [.zh: "无线网络密码错误", .en: "Wi-Fi password wrong"]),
+        (.wifiNotFound, [], [.zh: "未找到无线网络", .en: "Wi-Fi network not found"]),
+        (.wifiNoAddress, [], [.zh: "无线网络未获取到地址", .en: "Wi-Fi connected, but no IP address"]),
+        (.updated, ["version"], [.zh: "已更新到版本{version}", .en: "Updated to version {version}"]),
+        (.updateFailed, ["version", "from_version"],
+         [.zh: "更新到版本{version}失败，已恢复版本{from_version}", .en: "Update to version {version} failed; back on version {from_version}"]),
     ]
 
-    static let placeholders: [Name: [String]] = [
-        .newCustomer: ["number"], .newCustomers: ["numbers"], .payment: ["amount"], .text: ["text"],
-        .updated: ["version"], .updateFailed: ["version", "from_version"],
-    ]
+    public static let defaults: [Lang: [Name: String]] = {
+        var d: [Lang: [Name: String]] = [:]
+        for lang in Lang.allCases {
+            for t in OrderKindSpec.templates { d[lang, default: [:]][Name(rawValue: t.name)] = t.defaults[lang] }
+            for p in prompts { d[lang, default: [:]][p.name] = p.defaults[lang] }
+        }
+        return d
+    }()
 
-    public subscript(lang: Lang, name: Name) -> String { table[lang]?[name] ?? Templates.defaults[lang]![name]! }
+    /// The placeholders each template may have (an order's template: exactly its one).
+    static let placeholders: [Name: [String]] = {
+        var p: [Name: [String]] = [:]
+        for t in OrderKindSpec.templates { p[Name(rawValue: t.name)] = [t.placeholder] }
+        for t in prompts where !t.placeholders.isEmpty { p[t.name] = t.placeholders }
+        return p
+    }()
+
+    /// The configured words, else the default; a name with neither (a kind not in
+    /// `OrderKindSpec.all`) has no words, so its order is rejected `nothing_to_say`.
+    public subscript(lang: Lang, name: Name) -> String { table[lang]?[name] ?? Templates.defaults[lang]?[name] ?? "" }
 
     static let keys: [ConfigKey] = {
         var keys: [ConfigKey] = []
