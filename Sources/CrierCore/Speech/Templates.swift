@@ -73,7 +73,7 @@ public struct Templates: Sendable, Equatable {
         var keys: [ConfigKey] = []
         for lang in Lang.allCases {
             for name in Name.allCases {
-                let d = defaults[lang]![name]!
+                let d = defaults[lang]?[name] ?? ""  // none: OrderKindsTests says which kind lacks it
                 let allowed = placeholders[name] ?? []
                 keys.append(ConfigKey(
                     "template.\(lang.rawValue).\(name.rawValue)", section: "templates", default: d,
