@@ -14,6 +14,7 @@ let usage = """
       demo           the reference order server on loopback plus the daemon, in one command
       order-sim      the reference order server (sends orders, prints every ack)
       say TEXT...    speak TEXT on the configured device, or write it to a WAV file
+      voice          recorded-clip voice packs: the recording script, checking a pack
       status         what the running daemon is doing (--json for machines)
       update FILE|URL  install a signed update bundle into the other slot (the Pi image)
       check-config   validate a config file and print the effective configuration
@@ -96,6 +97,26 @@ case "say":
     guard !a.rest.isEmpty else { fail("say needs TEXT", sayUsage) }
     o.text = a.rest.joined(separator: " ")
     exit(await SayCommand.run(o))
+case "voice":
+    let help = """
+        usage: crier voice clips [--config FILE] --lang zh|en
+                 prints every clip the config can need, NAME<TAB>TEXT per line: the recording script
+        """
+    var a = Args(rest: argv, help: help)
+    if a.flag("--help") || a.flag("-h") { print(help); exit(0) }
+    guard let sub = a.rest.first else { fail("voice needs a subcommand", help) }
+    a.rest.removeFirst()
+    switch sub {
+    case "clips":
+        let file = a.value("--config")
+        guard let l = a.value("--lang") else { fail("voice clips needs --lang zh|en", help) }
+        guard let lang = Lang(rawValue: l) else { fail("--lang expects zh or en, got \"\(l)\"", help) }
+        a.noUnknownOptions()
+        guard a.rest.isEmpty else { fail("voice clips takes no arguments", help) }
+        exit(VoiceCommand.clips(configPath: file, lang: lang))
+    default:
+        fail("unknown voice subcommand \"\(sub)\"", help)
+    }
 case "run":
     let help = "usage: crier run [--config FILE]   the daemon (default config \(CrierConfig.defaultPath))"
     var a = Args(rest: argv, help: help)
