@@ -73,6 +73,7 @@ let package = Package(
         .target(name: "CrierMusic", dependencies: ["CrierCore", "CrierPosix", "CrierMusicFile", "CrierSoxr", "CrierHTTP", "CrierMP3"]),
         .target(name: "CrierRuntime", dependencies: [
             "CrierCore", "CrierPosix", "CrierAudio", "CrierSpeech", "CrierGPIO", "CrierLink", "CrierSystem", "CrierMusic", "CrierHTTP",
+            "CrierMusicFile",
         ]),
         .executableTarget(name: "crier", dependencies: ["CrierRuntime", "CrierCore", "CrierPosix", "CrierLink"]),
         // Benchmarks (scripts/bench.sh), apart from the tests: they print tables, never pass/fail.

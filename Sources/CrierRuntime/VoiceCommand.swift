@@ -1,4 +1,5 @@
 import CrierCore
+import CrierMusicFile
 import CrierPosix
 
 /// `crier voice …`: the tools for recorded-clip voice packs (docs/voice.md).
@@ -22,5 +23,62 @@ public enum VoiceCommand {
         }
         print(out, terminator: "")
         return ExitCode.ok
+    }
+}
+
+extension VoiceCommand {
+    /// `crier voice check PACK`: the pack against the config's inventory. Prints the manifest,
+    /// the coverage, every problem (error: a clip lost or the pack refused; warning: a clip to
+    /// look at) and the levels. Exit 1 when the pack cannot serve the config alone.
+    public static func check(pack path: String, configPath: String?, lang: Lang?) -> Int32 {
+        let loaded: ConfigLoader.Loaded
+        do {
+            loaded = try ConfigLoader.load(path: configPath ?? CrierConfig.defaultPath, required: configPath != nil)
+        } catch {
+            FileIO.stderr("crier voice check: \(error)\n")
+            return ExitCode.failure
+        }
+        let folder = VoicePackFolder(path: path)
+        // The inventory is per language: the manifest's, unless --lang asks for one.
+        var language = lang
+        if language == nil, let text = try? folder.manifest(maxBytes: VoicePackManifest.maxBytes),
+           case .success(let m) = VoicePackManifest.parse(text) {
+            language = m.language
+        }
+        let inventory = VoiceInventory.clips(lang: language ?? .zh, templates: loaded.config.templates)
+        let t0 = Monotonic.now()
+        let r = VoicePackLoader.load(folder, inventory: inventory, lang: lang)
+        let ms = (Monotonic.now() - t0) * 1000
+        var out = ""
+        func line(_ s: String) { out += LogRecord.escape(s) + "\n" }
+        guard let pack = r.pack else {
+            for p in r.problems { line("error: \(p.message)") }
+            line("\(path): not a usable voice pack")
+            print(out, terminator: "")
+            return ExitCode.failure
+        }
+        let m = pack.manifest
+        line("pack: \(path)")
+        line("name: \(m.name); language: \(m.language.rawValue); licence: \(m.licence); rate: \(m.rate) Hz")
+        line("coverage: \(r.covered) of \(r.needed) clips (`crier voice clips --lang \(m.language.rawValue)`)")
+        for p in r.problems where p.losesClip { line("error: \(p.message)") }
+        for p in r.problems where !p.losesClip { line("warning: \(p.message)") }
+        let levels = pack.levels.values
+        if !levels.isEmpty {
+            let rms = levels.map(\.rmsDb).sorted()
+            let longest = pack.levels.max { $0.value.seconds < $1.value.seconds }!
+            line("level: RMS \(Format.fixed(rms.first!, 1))…\(Format.fixed(rms.last!, 1)) dBFS (median \(Format.fixed(rms[rms.count / 2], 1))), "
+                + "peak max \(Format.fixed(levels.map(\.peakDb).max()!, 1)) dBFS; longest clip \(longest.key) \(Format.fixed(longest.value.seconds, 2)) s; "
+                + "\(Format.fixed(Double(pack.bytes) / 1_048_576, 2)) MB loaded in \(Format.fixed(ms, 0)) ms")
+        }
+        if r.canServe {
+            line("ok: the pack says every clip the config needs")
+            print(out, terminator: "")
+            return ExitCode.ok
+        }
+        let lost = r.needed - r.covered
+        line("the pack cannot serve alone: \(lost) clip\(lost == 1 ? "" : "s") missing or unusable; espeak-ng would say \(lost == 1 ? "its" : "their") words")
+        print(out, terminator: "")
+        return ExitCode.failure
     }
 }

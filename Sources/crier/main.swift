@@ -101,6 +101,9 @@ case "voice":
     let help = """
         usage: crier voice clips [--config FILE] --lang zh|en
                  prints every clip the config can need, NAME<TAB>TEXT per line: the recording script
+               crier voice check [--config FILE] [--lang zh|en] PACK
+                 checks a pack folder against the config: coverage, missing and extra clips, level,
+                 clipping, too-long clips, rates; exit 1 if the pack cannot serve alone
         """
     var a = Args(rest: argv, help: help)
     if a.flag("--help") || a.flag("-h") { print(help); exit(0) }
@@ -114,6 +117,16 @@ case "voice":
         a.noUnknownOptions()
         guard a.rest.isEmpty else { fail("voice clips takes no arguments", help) }
         exit(VoiceCommand.clips(configPath: file, lang: lang))
+    case "check":
+        let file = a.value("--config")
+        var lang: Lang?
+        if let l = a.value("--lang") {
+            guard let v = Lang(rawValue: l) else { fail("--lang expects zh or en, got \"\(l)\"", help) }
+            lang = v
+        }
+        a.noUnknownOptions()
+        guard a.rest.count == 1 else { fail("voice check takes one PACK folder", help) }
+        exit(VoiceCommand.check(pack: a.rest[0], configPath: file, lang: lang))
     default:
         fail("unknown voice subcommand \"\(sub)\"", help)
     }

@@ -55,3 +55,100 @@ def test_voice_clips_usage_errors(box):
     assert r.returncode == 1 and "nope.conf" in r.stderr
     r = box.run("voice", "nonsense")
     assert r.returncode == 2
+
+
+def tone(path, hz, seconds=0.3, rate=16000, amplitude=0.5, channels=1):
+    """A mono (or multi-channel) 16-bit WAV: a sine of its own frequency."""
+    import math
+    import struct
+    import wave
+    # A long file repeats its first second (fast to write; the checker reads no further anyway).
+    repeat = int(seconds) if seconds > 5 else 1
+    n = int(seconds * rate / repeat)
+    frames = bytearray()
+    for i in range(n):
+        v = max(-1.0, min(1.0, amplitude * math.sin(2 * math.pi * hz * i / rate)))
+        frames += struct.pack("<h", int(v * 32767)) * channels
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(channels)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(bytes(frames) * repeat)
+
+
+def make_pack(box, lang="zh", rate=16000, skip=()):
+    """Every clip `crier voice clips` lists, clip k a 0.3 s tone at 200 + 10·k Hz."""
+    d = box.tmp / ("pack-" + lang)
+    d.mkdir()
+    (d / "manifest").write_text("# synthetic test pack\nlanguage = %s\nname = Test tones\nlicence = CC0-1.0\nrate = %d\n" % (lang, rate))
+    rows = clips(box, "--lang", lang)
+    for k, (name, _) in enumerate(rows):
+        if name not in skip:
+            tone(d / (name + ".wav"), 200 + 10 * k, rate=rate)
+    return d, rows
+
+
+def test_voice_check_passes_a_complete_pack(box):
+    for lang in ("zh", "en"):
+        d, rows = make_pack(box, lang)
+        r = box.run("voice", "check", str(d))
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "coverage: %d of %d clips" % (len(rows), len(rows)) in r.stdout
+        assert "name: Test tones; language: %s; licence: CC0-1.0; rate: 16000 Hz" % lang in r.stdout
+        assert "ok: the pack says every clip the config needs" in r.stdout
+        assert "error:" not in r.stdout and "warning:" not in r.stdout, r.stdout
+
+
+def test_voice_check_names_every_broken_clip_and_exits_1(box):
+    d, rows = make_pack(box, "zh", skip={"five"})
+    (d / "four.wav").write_bytes(b"RIFF\x00\x00\x00\x00WAVEjunkjunkjunk")
+    tone(d / "six.wav", 440, rate=44100)
+    tone(d / "seven.wav", 400, seconds=600)  # 10 minutes, 19 MB
+    tone(d / "eight.wav", 440, channels=2)
+    tone(d / "yuan.wav", 440, amplitude=2.0)  # clipped
+    tone(d / "wan.wav", 440, amplitude=0.05)  # 20 dB below the rest
+    tone(d / "nien.wav", 440)  # no such clip
+    (d / "README.txt").write_text("recorded by …")
+    r = box.run("voice", "check", str(d))
+    assert r.returncode == 1, r.stdout + r.stderr
+    out = r.stdout
+    assert "coverage: %d of %d clips" % (len(rows) - 5, len(rows)) in out
+    assert "error: four.wav: " in out and 'espeak-ng says "四"' in out
+    assert 'error: five: missing (no five.wav, .flac or .ogg); record "五"' in out
+    assert "error: six.wav: 44100 Hz, the manifest says 16000 Hz; resample it" in out
+    assert "error: seven.wav: 10.0 min long, a clip is at most 10 s" in out
+    assert "error: eight.wav: 2 channels; a clip is mono" in out
+    assert "warning: yuan.wav: " in out and "samples at full scale" in out
+    assert "warning: wan: level " in out and "softer than the pack's median" in out
+    assert "warning: nien.wav: no clip of that name is needed" in out
+    assert "README" not in out
+    assert "the pack cannot serve alone: 5 clips missing or unusable" in out
+
+
+def test_voice_check_refuses_what_is_not_a_pack(box):
+    r = box.run("voice", "check", str(box.tmp / "nothing"))
+    assert r.returncode == 1 and "does not exist" in r.stdout
+    d = box.tmp / "nomanifest"
+    d.mkdir()
+    r = box.run("voice", "check", str(d))
+    assert r.returncode == 1 and "error: no manifest in" in r.stdout
+    (d / "manifest").write_text("language = zh\nrate = 16000\n")
+    r = box.run("voice", "check", str(d))
+    assert r.returncode == 1 and "error: manifest: no name" in r.stdout
+    # Wrong language for --lang.
+    pack, _ = make_pack(box, "zh")
+    r = box.run("voice", "check", "--lang", "en", str(pack))
+    assert r.returncode == 1 and "the pack's language is zh, not en" in r.stdout
+
+
+def test_voice_check_refuses_a_folder_of_many_thousand_files_quickly(box):
+    d = box.tmp / "flood"
+    d.mkdir()
+    (d / "manifest").write_text("language = zh\nname = x\nlicence = y\nrate = 16000\n")
+    for i in range(5000):
+        (d / ("x%d.wav" % i)).write_bytes(b"")
+    import time
+    t0 = time.monotonic()
+    r = box.run("voice", "check", str(d))
+    assert time.monotonic() - t0 < 5
+    assert r.returncode == 1 and "error: the pack has more than 4096 files" in r.stdout
