@@ -6,7 +6,7 @@ import Testing
 /// asks (so a 10-minute clip costs nothing unless the loader reads it all).
 final class MemoryPack: VoicePackSource, Sendable {
     enum File: Sendable {
-        case tone(rate: Int, channels: Int, frames: Int64, hz: Double, amplitude: Float)
+        case tone(rate: Int, channels: Int, frames: Int64, hz: Double, amplitude: Float, phase: Double = 0)
         case broken(String)
     }
 
@@ -38,11 +38,11 @@ final class MemoryPack: VoicePackSource, Sendable {
         largestRequest.withLock { $0 = max($0, maxFrames) }
         switch files[file] {
         case .broken(let why): throw VoicePackProblem(.broken, nil, why)
-        case .tone(let rate, let channels, let frames, let hz, let amplitude):
+        case .tone(let rate, let channels, let frames, let hz, let amplitude, let phase):
             let n = Int(min(frames, Int64(maxFrames)))
             var x = [Float](repeating: 0, count: n * channels)
             for i in 0..<n {
-                let v = max(-1, min(1, amplitude * Float(VoicePackTests.sine(2 * Double.pi * hz * Double(i) / Double(rate)))))
+                let v = max(-1, min(1, amplitude * Float(VoicePackTests.sine(phase + 2 * Double.pi * hz * Double(i) / Double(rate)))))
                 for c in 0..<channels { x[i * channels + c] = v }
             }
             return DecodedAudio(rate: rate, channels: channels, samples: x, totalFrames: frames)
