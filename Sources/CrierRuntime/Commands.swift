@@ -129,6 +129,8 @@ public struct SayOptions: Sendable {
     public var output: String?
     public var printOnly = false
     public var phonemes = false
+    /// A voice pack folder for this text's language (over `voice.pack.<lang>`).
+    public var voicePack: String?
     public var text: String
     public init(text: String) { self.text = text }
 }
@@ -175,10 +177,13 @@ public enum SayCommand {
                 return ExitCode.failure
             }
         }
+        // A voice pack for the language: the words from its clips when it covers them all.
+        let packPath = o.voicePack ?? config.voicePacks.path[u.lang]
+        let packed = packPath.flatMap { VoiceCommand.packClip(u, packPath: $0, config: config, rate: config.audio.rate, log: ctx.hub.logger("voice")) }
         if let output = o.output {
             let format = AudioFormat(rate: config.audio.rate, channels: config.audio.channels)
             do {
-                let clip = try await pipeline.clip(u, rate: format.rate)
+                let clip = if let packed { packed } else { try await pipeline.clip(u, rate: format.rate) }
                 let samples = OfflineRender.render([clip], format: format, audio: config.audio)
                 try FileIO.write(output, WAV.encode(rate: format.rate, channels: format.channels, samples: samples))
                 log.info("wrote", ["file": output, "seconds": Format.fixed(Double(samples.count / format.channels) / Double(format.rate), 2)])
@@ -193,7 +198,7 @@ public enum SayCommand {
         defer { engine.stop() }
         let clip: Clip
         do {
-            clip = try await pipeline.clip(u, rate: config.audio.rate)
+            clip = if let packed { packed } else { try await pipeline.clip(u, rate: config.audio.rate) }
         } catch {
             log.error("\(error)")
             return ExitCode.failure

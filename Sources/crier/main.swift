@@ -26,11 +26,13 @@ let usage = """
     """
 
 let sayUsage = """
-    usage: crier say [--config FILE] [--lang zh|en] [--output FILE.wav] [--print] [--phonemes] TEXT...
+    usage: crier say [--config FILE] [--lang zh|en] [--output FILE.wav] [--voice-pack DIR] [--print] [--phonemes] TEXT...
 
       --output FILE.wav  write the exact samples that would be played, instead of playing
       --print            print the text as it will be synthesized (numbers in words) and exit
       --phonemes         print espeak-ng's phonemes for it and exit
+      --voice-pack DIR   say it from a recorded-clip voice pack (over voice.pack.zh/en; docs/voice.md);
+                         text the pack does not cover is said by espeak-ng
 
       TEXT with nothing to say (empty, or only emoji, symbols or invisible characters) is a
       usage error: exit status 2.
@@ -90,6 +92,7 @@ case "say":
         o.lang = lang
     }
     o.output = a.value("--output")
+    o.voicePack = a.value("--voice-pack")
     o.printOnly = a.flag("--print")
     o.phonemes = a.flag("--phonemes")
     a.noUnknownOptions()

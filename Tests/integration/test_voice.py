@@ -152,3 +152,76 @@ def test_voice_check_refuses_a_folder_of_many_thousand_files_quickly(box):
     r = box.run("voice", "check", str(d))
     assert time.monotonic() - t0 < 5
     assert r.returncode == 1 and "error: the pack has more than 4096 files" in r.stdout
+
+
+def heard(x, rate, hz, step):
+    """The clips heard in x: each 100 ms window's frequency (zero crossings), every 25 ms; a clip
+    counts when 3 windows in a row hear it; repeats collapse (as VoiceSpliceTests)."""
+    window, hop = rate // 10, rate // 40
+    names, last, run = [], None, 0
+    for i in range(0, len(x) - window + 1, hop):
+        w = x[i:i + window]
+        energy = sum(v * v for v in w) / window
+        name = None
+        if energy > 0.005:
+            crossings = sum(1 for a, b in zip(w, w[1:]) if (a < 0) != (b < 0))
+            f = crossings * rate / (2 * window)
+            best = min(hz, key=lambda n: abs(hz[n] - f))
+            if abs(hz[best] - f) < step * 0.36:
+                name = best
+        run = run + 1 if name is not None and name == last else 1
+        last = name
+        if run == 3 and name and (not names or names[-1] != name):
+            names.append(name)
+    return names
+
+
+def tone_pack(box, lang="zh", skip=()):
+    """Clip k a 0.3 s tone at 300 + 37·k Hz, 16 kHz: the frequencies VoiceSpliceTests uses."""
+    d = box.tmp / ("tones-" + lang)
+    d.mkdir()
+    (d / "manifest").write_text("language = %s\nname = tones\nlicence = CC0-1.0\nrate = 16000\n" % lang)
+    hz = {}
+    for k, (name, _) in enumerate(clips(box, "--lang", lang)):
+        hz[name] = 300 + 37 * k
+        if name not in skip:
+            tone(d / (name + ".wav"), hz[name], rate=16000)
+    return d, hz
+
+
+def test_say_output_splices_the_clips_of_a_voice_pack(box):
+    from conftest import read_wav
+    d, hz = tone_pack(box)
+    out = str(box.tmp / "pack.wav")
+    r = box.run("say", "--voice-pack", str(d), "--output", out, "新客户来了，42号")
+    assert r.returncode == 0, r.stderr
+    assert "INFO voice: said from voice pack clips clips=5" in r.stderr
+    rate, ch, x = read_wav(out)
+    assert heard(x, rate, hz, 37) == ["tpl_new_customer", "four", "ten", "two", "number"]
+    # 5 clips of 0.3 s, less 3 crossfades of 5 ms, and the 200 ms pause at ，: 1.685 s.
+    assert abs(len(x) / rate - 1.685) < 0.06, len(x) / rate
+    # voice.pack.zh in crier.conf does the same.
+    box.write_conf("voice.pack.zh = %s\n" % d)
+    out2 = str(box.tmp / "conf.wav")
+    r = box.run("say", "--output", out2, "收款100.50元")
+    assert r.returncode == 0, r.stderr
+    rate, ch, x = read_wav(out2)
+    assert heard(x, rate, hz, 37) == ["tpl_payment", "one", "hundred", "point", "five", "yuan"]
+
+
+def test_say_with_a_pack_that_lacks_words_uses_espeak_for_the_whole_text(box):
+    d, hz = tone_pack(box, skip={"four"})
+    out = str(box.tmp / "gap.wav")
+    r = box.run("say", "--voice-pack", str(d), "--output", out, "新客户来了，42号")
+    assert r.returncode == 0, r.stderr
+    assert 'ERROR voice: voice pack %s: four: missing (no four.wav, .flac or .ogg); record "四"' % d in r.stderr, r.stderr
+    assert "INFO voice: the voice pack has no clip for some words; espeak-ng says the whole text missing=四" in r.stderr, r.stderr
+    from conftest import read_wav
+    rate, ch, x = read_wav(out)
+    assert len(x) / rate > 1.0, "espeak-ng said it"
+    # Shop words no clip covers: espeak-ng too.
+    r = box.run("say", "--voice-pack", str(d), "--output", out, "请到3号窗口取餐")
+    assert r.returncode == 0 and "espeak-ng says the whole text missing=\"请 | 窗口取餐\"" in r.stderr, r.stderr
+    # A pack that is not one: the log says so and espeak-ng speaks.
+    r = box.run("say", "--voice-pack", str(box.tmp / "none"), "--output", out, "42号")
+    assert r.returncode == 0 and "does not exist" in r.stderr and "voice pack not used" in r.stderr

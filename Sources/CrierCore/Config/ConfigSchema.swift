@@ -139,3 +139,17 @@ public enum ConfigValue {
         s.count <= 60 ? s : String(s.prefix(57)) + "…"
     }
 }
+
+/// Recorded-clip voice packs per language (docs/voice.md). Empty: espeak-ng only.
+public struct VoicePackConfig: Sendable, Equatable {
+    public init() {}
+    public var path: [Lang: String] = [:]
+
+    static let keys: [ConfigKey] = Lang.allCases.map { l in
+        ConfigKey("voice.pack.\(l.rawValue)", section: "voice packs", default: "",
+                  doc: "Folder of a recorded-clip voice pack for \(l.rawValue) (docs/voice.md), e.g. /boot/firmware/voice/\(l.rawValue); "
+                      + "empty: espeak-ng only. Used by `crier say` in this version, not yet by the daemon.",
+                  apply: { c, v throws(ConfigValueError) in c.voicePacks.path[l] = v.isEmpty ? nil : try ConfigValue.absolutePath(v) },
+                  render: { $0.voicePacks.path[l] ?? "" })
+    }
+}

@@ -214,6 +214,7 @@ public struct CrierConfig: Sendable, Equatable {
     public var supervision = SupervisionConfig()
     public var wifi = WifiConfig()
     public var music = MusicConfig()
+    public var voicePacks = VoicePackConfig()
     public var update = UpdateConfig()
 
     public init() {}
@@ -223,7 +224,7 @@ public struct CrierConfig: Sendable, Equatable {
     /// Every key, in the order docs and `crier check-config` print them.
     public static let schema: [ConfigKey] = generalKeys + audioKeys + speechKeys + Templates.keys + AlertConfig.keys
         + StatusPromptConfig.keys + ButtonsConfig.keys + logKeys + SupervisionConfig.keys + MQTTConfig.keys
-        + WifiConfig.keys + MusicConfig.keys + UpdateConfig.keys
+        + WifiConfig.keys + MusicConfig.keys + UpdateConfig.keys + VoicePackConfig.keys
 
     /// The effective configuration as `key = value` lines, keys in schema order.
     public func rendered(schema: [ConfigKey] = CrierConfig.schema) -> String {
