@@ -33,6 +33,7 @@ public struct VoicePackFolder: VoicePackSource {
         let fd = open(file, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
             let e = errno
+            if e == ENOTDIR { throw VoicePackProblem(.notAPack, nil, "\(path) is not a folder") }
             if e == ENOENT {
                 var st = stat()
                 if stat(path, &st) != 0 { throw VoicePackProblem(.notAPack, nil, "\(path) does not exist") }
