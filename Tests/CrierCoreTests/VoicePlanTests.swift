@@ -163,4 +163,20 @@ let voiceEnglishExamples = SpokenText.examples.filter { $0.en != nil }
         let ew = Announcer(templates: t).announce(.payment(amount: "3.50"), lang: .en).utterance.text
         #expect(SplicePlanner(lang: .en, clips: en).plan(ew).clipNames == ["tpl_payment_1", "three", "point", "five", "tpl_payment_2"])
     }
+
+    /// Any text at all (emoji, combining marks, CRLF, controls, mixed scripts): the plan reads
+    /// it out unchanged and never traps.
+    @Test func anyTextPlansBackToItself() {
+        var r = SplitMix64(seed: 333)
+        let pool: [String] = ["四", "十", "新客户来了", "，", "、", " ", "A", "a", "-", "+", "'", "twenty", "-one", "o'clock", "\r\n",
+                              "e\u{301}", "👍🏽", "\u{200B}", "\u{0}", "Ж", "𠀀", "。", "?", "degrees", "Celsius", "DEGREES", "AB", "ABCDEF",
+                              "first", "--", "艾", "特", "百分", "之", "点"]
+        for _ in 0..<3000 {
+            let text = (0..<Int.random(in: 0...12, using: &r)).map { _ in pool[Int.random(in: 0..<pool.count, using: &r)] }.joined()
+            for lang in Lang.allCases {
+                let plan = Self.planners[lang]!.plan(text)
+                #expect(plan.words == text, "\(lang): \(text.unicodeScalars.map { String($0.value, radix: 16) })")
+            }
+        }
+    }
 }
