@@ -144,7 +144,9 @@ public enum SayCommand {
             FileIO.stderr("crier say: \(e)\n")
             return ExitCode.failure
         }
-        let config = ctx.loaded.config
+        var config = ctx.loaded.config
+        // --voice-pack: the pack for the text's language, over voice.pack.<lang>.
+        if let vp = o.voicePack { config.voicePacks.path[o.lang ?? config.speech.lang] = vp }
         let speech = SpeechEngine(dataPath: config.speech.dataPath, deadline: config.speech.deadline, log: ctx.hub.logger("speech"))
         defer { speech.stop() }
         let pipeline = SpeechPipeline(config: config, speech: speech, log: ctx.hub.logger("speech"))
@@ -177,13 +179,10 @@ public enum SayCommand {
                 return ExitCode.failure
             }
         }
-        // A voice pack for the language: the words from its clips when it covers them all.
-        let packPath = o.voicePack ?? config.voicePacks.path[u.lang]
-        let packed = packPath.flatMap { VoiceCommand.packClip(u, packPath: $0, config: config, rate: config.audio.rate, log: ctx.hub.logger("voice")) }
         if let output = o.output {
             let format = AudioFormat(rate: config.audio.rate, channels: config.audio.channels)
             do {
-                let clip = if let packed { packed } else { try await pipeline.clip(u, rate: format.rate) }
+                let clip = try await pipeline.clip(u, rate: format.rate)
                 let samples = OfflineRender.render([clip], format: format, audio: config.audio)
                 try FileIO.write(output, WAV.encode(rate: format.rate, channels: format.channels, samples: samples))
                 log.info("wrote", ["file": output, "seconds": Format.fixed(Double(samples.count / format.channels) / Double(format.rate), 2)])
@@ -198,7 +197,7 @@ public enum SayCommand {
         defer { engine.stop() }
         let clip: Clip
         do {
-            clip = if let packed { packed } else { try await pipeline.clip(u, rate: config.audio.rate) }
+            clip = try await pipeline.clip(u, rate: config.audio.rate)
         } catch {
             log.error("\(error)")
             return ExitCode.failure

@@ -13,6 +13,8 @@ public struct SpeechPipeline: Sendable {
     let log: Logger
     /// espeak-ng's voices all run at 22050 Hz; the table is built once, not per alert.
     let resampler: Resampler
+    /// `voice.pack.zh` / `voice.pack.en`: words a pack covers are said from its clips.
+    public let voicePacks: LoadedVoicePacks
 
     public init(config: CrierConfig, speech: SpeechEngine, log: Logger) {
         self.config = config
@@ -20,6 +22,7 @@ public struct SpeechPipeline: Sendable {
         self.log = log
         announcer = Announcer(templates: config.templates, maxChars: config.speech.maxChars)
         resampler = Resampler(from: 22050, to: config.audio.rate)
+        voicePacks = LoadedVoicePacks.load(config: config, log: log)
     }
 
     public func words(_ content: AnnouncementContent, lang: Lang? = nil, overrideText: String? = nil) -> Utterance {
@@ -69,6 +72,7 @@ public struct SpeechPipeline: Sendable {
     /// Synthesizes, drops espeak's leading silence (SilenceTrim) and resamples to `rate` (the
     /// device's rate).
     public func clip(_ u: Utterance, rate: Int) async throws(SpeechError) -> Clip {
+        if let spliced = voicePacks.splice([u], rate: rate) { return Clip(samples: spliced[0]) }
         let voice = config.speech.voices[u.lang]!
         let audio = try await speech.synthesize(u, voice: voice)
         return Clip(samples: SpeechStreamer.whole(audio.samples, resampler: resampler(from: audio.rate, to: rate)))
@@ -101,6 +105,10 @@ public struct SpeechPipeline: Sendable {
         let clip: ClipStream
         let t0: Double
         let first: (job: SynthesisJob, sink: StreamSink)?
+        /// Said from a voice pack: the parts' plans (the first is in the clip already) and the
+        /// seconds to the first samples.
+        var packed: [LoadedVoicePacks.PartPlan]?
+        var packedFirst: Double?
     }
 
     /// `stream`'s first step, synchronous: the first part is handed to the speech thread by the
@@ -108,6 +116,12 @@ public struct SpeechPipeline: Sendable {
     /// without waiting for a task to be scheduled. `finish` does the rest.
     public func startStream(parts: [Utterance], rate: Int, into clip: ClipStream) -> StreamRun {
         let t0 = Monotonic.now()
+        if !clip.isCancelled, let plans = voicePacks.plans(parts) {
+            // From clips: the first part goes in now (first sound), the rest in `finish`; each
+            // part's end is marked for partial acks, as espeak's are.
+            if clip.append(voicePacks.render(plans[0], rate: rate)) { clip.endPart() }
+            return StreamRun(parts: parts, rate: rate, clip: clip, t0: t0, first: nil, packed: plans, packedFirst: Monotonic.now() - t0)
+        }
         var first: (job: SynthesisJob, sink: StreamSink)?
         if let u = parts.first, !clip.isCancelled {
             let sink = StreamSink(clip: clip, resampler: resampler(from: 22050, to: rate), rate: rate, start: t0, yieldToReader: true)
@@ -120,6 +134,13 @@ public struct SpeechPipeline: Sendable {
         let clip = run.clip
         var firstSamples: Double?
         defer { clip.finish() }
+        if let plans = run.packed {
+            for p in plans.dropFirst() {
+                guard !clip.isCancelled, clip.append(voicePacks.render(p, rate: run.rate)) else { return .failure(.cancelled) }
+                clip.endPart()
+            }
+            return .success(StreamReport(firstSamples: run.packedFirst, total: Monotonic.now() - run.t0, frames: clip.count))
+        }
         for (i, u) in run.parts.enumerated() {
             let sink: StreamSink
             do throws(SpeechError) {

@@ -82,33 +82,3 @@ extension VoiceCommand {
         return ExitCode.failure
     }
 }
-
-extension VoiceCommand {
-    /// `crier say` with a pack: the words spliced from its clips and resampled to `rate`, or nil
-    /// when there is no usable pack or the pack does not cover every word (espeak-ng then says
-    /// the whole text; docs/voice.md, "Partial coverage"). Every problem of the pack is logged.
-    static func packClip(_ u: Utterance, packPath: String, config: CrierConfig, rate: Int, log: Logger) -> Clip? {
-        let inventory = VoiceInventory.clips(lang: u.lang, templates: config.templates)
-        let t0 = Monotonic.now()
-        let r = VoicePackLoader.load(VoicePackFolder(path: packPath), inventory: inventory, lang: u.lang)
-        let loadMs = (Monotonic.now() - t0) * 1000
-        for p in r.problems {
-            if p.isFatal || p.losesClip { log.error("voice pack \(packPath): \(p.message)") } else { log.warning("voice pack \(packPath): \(p.message)") }
-        }
-        guard let pack = r.pack else {
-            log.warning("voice pack not used; espeak-ng says everything", ["pack": packPath])
-            return nil
-        }
-        log.info("voice pack loaded", ["pack": packPath, "name": pack.manifest.name, "clips": r.covered, "needed": r.needed,
-                                       "mb": Format.fixed(Double(pack.bytes) / 1_048_576, 2), "ms": Format.fixed(loadMs, 0)])
-        let plan = SplicePlanner(lang: u.lang, clips: pack.available(from: inventory)).plan(u.text)
-        guard let (samples, _) = VoiceSplicer.splice(plan, pack: pack) else {
-            log.info("the voice pack has no clip for some words; espeak-ng says the whole text",
-                     ["missing": plan.gaps.joined(separator: " | ")])
-            return nil
-        }
-        log.info("said from voice pack clips", ["clips": plan.clipNames.count])
-        let x = Resampler(from: pack.manifest.rate, to: rate).process(samples)
-        return Clip(samples: x)
-    }
-}

@@ -195,7 +195,7 @@ def test_say_output_splices_the_clips_of_a_voice_pack(box):
     out = str(box.tmp / "pack.wav")
     r = box.run("say", "--voice-pack", str(d), "--output", out, "新客户来了，42号")
     assert r.returncode == 0, r.stderr
-    assert "INFO voice: said from voice pack clips clips=5" in r.stderr
+    assert "INFO speech: said from voice pack clips clips=5" in r.stderr
     rate, ch, x = read_wav(out)
     assert heard(x, rate, hz, 37) == ["tpl_new_customer", "four", "ten", "two", "number"]
     # 5 clips of 0.3 s, less 3 crossfades of 5 ms, and the 200 ms pause at ，: 1.685 s.
@@ -214,8 +214,8 @@ def test_say_with_a_pack_that_lacks_words_uses_espeak_for_the_whole_text(box):
     out = str(box.tmp / "gap.wav")
     r = box.run("say", "--voice-pack", str(d), "--output", out, "新客户来了，42号")
     assert r.returncode == 0, r.stderr
-    assert 'ERROR voice: voice pack %s: four: missing (no four.wav, .flac or .ogg); record "四"' % d in r.stderr, r.stderr
-    assert "INFO voice: the voice pack has no clip for some words; espeak-ng says the whole text missing=四" in r.stderr, r.stderr
+    assert 'ERROR speech: voice pack %s: four: missing (no four.wav, .flac or .ogg); record "四"' % d in r.stderr, r.stderr
+    assert "INFO speech: the voice pack has no clip for some words; espeak-ng says the whole text missing=四" in r.stderr, r.stderr
     from conftest import read_wav
     rate, ch, x = read_wav(out)
     assert len(x) / rate > 1.0, "espeak-ng said it"
@@ -225,3 +225,73 @@ def test_say_with_a_pack_that_lacks_words_uses_espeak_for_the_whole_text(box):
     # A pack that is not one: the log says so and espeak-ng speaks.
     r = box.run("say", "--voice-pack", str(box.tmp / "none"), "--output", out, "42号")
     assert r.returncode == 0 and "does not exist" in r.stderr and "voice pack not used" in r.stderr
+
+
+def test_daemon_says_an_order_from_the_voice_pack_and_acks_it(box):
+    import re
+    from conftest import read_wav
+    from test_daemon import crier_run, order_sim
+    d, hz = tone_pack(box)
+    sim = order_sim()
+    crier = crier_run(box, sim.port, extra="voice.pack.zh = %s\n" % d)
+    try:
+        crier.wait_for(r"INFO speech: voice pack loaded pack=%s name=tones lang=zh clips=92 needed=92" % re.escape(str(d)))
+        crier.wait_for(r"INFO link: connected server=tcp://127\.0\.0\.1")
+        crier.wait_for(r"INFO audio: opened device=default type=FILE")
+        sim.send("42")
+        oid = sim.wait_for(r"^order id=\S+ kind=new_customer number=42", which="out")[0].split()[1][3:]
+        sim.wait_for(r"^ack id=%s status=spoken" % re.escape(oid), which="out", timeout=30)
+        crier.wait_for(r"INFO speech: said from voice pack clips clips=5")
+        crier.wait_for(r"INFO alert: spoken id=%s text=新客户来了，四十二号" % re.escape(oid))
+        crier.wait_for(r"INFO alert: synthesized ids=%s seconds=1\.7 " % re.escape(oid))
+    finally:
+        rc = crier.stop()
+        sim.stop()
+    assert rc == 0
+    rate, ch, x = read_wav(box.capture)
+    assert heard(x, rate, hz, 37) == ["tpl_new_customer", "four", "ten", "two", "number"]
+
+
+def test_a_coalesced_alert_from_the_pack_cut_by_sigterm_acks_only_the_orders_heard(box):
+    """As test_sigterm_in_a_coalesced_announcement_acks_only_the_orders_heard, with the nine
+    orders said from a voice pack: each order's part ends where its clips end."""
+    import re
+    import signal
+    import time
+    from test_daemon import RawServer
+    from test_speaker import Acks, assert_log_matches_acks, connect, run_crier, send_order
+    d, hz = tone_pack(box)
+    srv = RawServer()
+    crier = run_crier(box, srv.port, "status.on_start = off\nstatus.on_link_up = off\nvoice.pack.zh = %s\n" % d)
+    try:
+        c = connect(srv)
+        acks = Acks(c)
+        crier.wait_for(r"INFO audio: opened")
+        send_order(c, "T-0", text="请稍候")  # no clips for it: espeak-ng
+        crier.wait_for(r"INFO alert: saying ids=T-0")
+        for i in range(1, 10):
+            send_order(c, "N-%d" % i, kind="new_customer", number=100 + i * 11)
+        crier.wait_for(r"INFO alert: saying ids=N-1,N-2,N-3,N-4,N-5,N-6,N-7,N-8,N-9 ", timeout=30)
+        said = crier.wait_for(r"INFO alert: synthesized ids=N-1,N-2,N-3,N-4,N-5,N-6,N-7,N-8,N-9 ", timeout=30)[0]
+        seconds = float(re.search(r"seconds=([\d.]+)", said).group(1))
+        assert seconds > 8, said
+        time.sleep(1)
+        crier.p.send_signal(signal.SIGTERM)
+        acks.drain(timeout=10)
+        rc = crier.stop()
+    finally:
+        crier.stop()
+    assert rc == 0
+    err = "\n".join(crier.lines())
+    assert "the voice pack has no clip for some words; espeak-ng says the whole text missing=请稍候" in err
+    assert re.search(r"INFO speech: said from voice pack clips clips=55$", err, re.M), err[-3000:]
+    spoken = [i for i in range(1, 10) if acks.status("N-%d" % i) == ["spoken"]]
+    assert all(acks.status("N-%d" % i) == [] for i in range(1, 10) if i not in spoken)
+    assert spoken == list(range(1, len(spoken) + 1)), spoken
+    assert 1 <= len(spoken) < 9, "cut after ~6 s of %.1f s: acked %r" % (seconds, spoken)
+    heard = re.search(r"INFO alert: not heard in full ids=(\S+) heard_s=([\d.]+)", err)
+    assert heard, err[-2000:]
+    assert heard.group(1) == ",".join("N-%d" % i for i in range(len(spoken) + 1, 10))
+    heard_s = float(heard.group(2))
+    assert len(spoken) <= 9 * heard_s / seconds + 1.5
+    assert_log_matches_acks(err, acks)
