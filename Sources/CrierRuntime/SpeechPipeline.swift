@@ -109,6 +109,7 @@ public struct SpeechPipeline: Sendable {
         /// seconds to the first samples.
         var packed: [LoadedVoicePacks.PartPlan]?
         var packedFirst: Double?
+        var packedTail: LoadedVoicePacks.PartTail?
     }
 
     /// `stream`'s first step, synchronous: the first part is handed to the speech thread by the
@@ -117,10 +118,12 @@ public struct SpeechPipeline: Sendable {
     public func startStream(parts: [Utterance], rate: Int, into clip: ClipStream) -> StreamRun {
         let t0 = Monotonic.now()
         if !clip.isCancelled, let plans = voicePacks.plans(parts) {
-            // From clips: the first part goes in now (first sound), the rest in `finish`; each
+            // From clips: the first 20 ms go in now (first sound), the rest in `finish`; each
             // part's end is marked for partial acks, as espeak's are.
-            if clip.append(voicePacks.render(plans[0], rate: rate)) { clip.endPart() }
-            return StreamRun(parts: parts, rate: rate, clip: clip, t0: t0, first: nil, packed: plans, packedFirst: Monotonic.now() - t0)
+            let (head, tail) = voicePacks.start(plans[0], rate: rate)
+            _ = clip.append(head)
+            return StreamRun(parts: parts, rate: rate, clip: clip, t0: t0, first: nil, packed: plans, packedFirst: Monotonic.now() - t0,
+                             packedTail: tail)
         }
         var first: (job: SynthesisJob, sink: StreamSink)?
         if let u = parts.first, !clip.isCancelled {
@@ -134,7 +137,9 @@ public struct SpeechPipeline: Sendable {
         let clip = run.clip
         var firstSamples: Double?
         defer { clip.finish() }
-        if let plans = run.packed {
+        if let plans = run.packed, var tail = run.packedTail {
+            guard !clip.isCancelled, clip.append(voicePacks.finish(&tail)) else { return .failure(.cancelled) }
+            clip.endPart()
             for p in plans.dropFirst() {
                 guard !clip.isCancelled, clip.append(voicePacks.render(p, rate: run.rate)) else { return .failure(.cancelled) }
                 clip.endPart()

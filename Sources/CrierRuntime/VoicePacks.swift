@@ -9,6 +9,8 @@ public struct LoadedVoicePacks: Sendable {
         var path: String
         var pack: VoicePack
         var planner: SplicePlanner
+        /// From the pack's rate to the device's, built once.
+        var resampler: Resampler
     }
 
     var byLang: [Lang: Entry] = [:]
@@ -34,7 +36,8 @@ public struct LoadedVoicePacks: Sendable {
             }
             log.info("voice pack loaded", ["pack": path, "name": pack.manifest.name, "lang": lang.rawValue, "clips": r.covered, "needed": r.needed,
                                            "mb": Format.fixed(Double(pack.bytes) / 1_048_576, 2), "ms": Format.fixed(ms, 0)])
-            out.byLang[lang] = Entry(path: path, pack: pack, planner: SplicePlanner(lang: lang, clips: pack.available(from: inventory)))
+            out.byLang[lang] = Entry(path: path, pack: pack, planner: SplicePlanner(lang: lang, clips: pack.available(from: inventory)),
+                                     resampler: Resampler(from: pack.manifest.rate, to: config.audio.rate))
         }
         return out
     }
@@ -64,10 +67,36 @@ public struct LoadedVoicePacks: Sendable {
         return out
     }
 
+    func resampler(_ e: Entry, rate: Int) -> Resampler {
+        e.resampler.outputRate == rate ? e.resampler : Resampler(from: e.pack.manifest.rate, to: rate)
+    }
+
     /// One part's samples at `rate` (empty if the pack lost a clip since: not expected).
     public func render(_ p: PartPlan, rate: Int) -> [Float] {
         guard let (x, _) = VoiceSplicer.splice(p.plan, pack: p.entry.pack) else { return [] }
-        return Resampler(from: p.entry.pack.manifest.rate, to: rate).process(x)
+        return resampler(p.entry, rate: rate).process(x)
+    }
+
+    /// A part whose first 20 ms are resampled and the rest not yet: the first sound goes into
+    /// the clip before the whole part is resampled (~2.5 ms for a 1.7 s part on the build host).
+    public struct PartTail: Sendable {
+        var stream: Resampler.Stream
+        var rest: [Float]
+    }
+
+    public func start(_ p: PartPlan, rate: Int) -> (head: [Float], tail: PartTail) {
+        let x = VoiceSplicer.splice(p.plan, pack: p.entry.pack)?.samples ?? []
+        var stream = Resampler.Stream(resampler(p.entry, rate: rate))
+        let n = min(x.count, p.entry.pack.manifest.rate / 50)
+        let head = stream.push(Array(x[..<n]))
+        return (head, PartTail(stream: stream, rest: Array(x[n...])))
+    }
+
+    /// The rest of a part `start` began: with the head, exactly `render`'s samples.
+    public func finish(_ t: inout PartTail) -> [Float] {
+        let out = t.stream.push(t.rest) + t.stream.finish()
+        t.rest = []
+        return out
     }
 
     /// Each part spliced and resampled to `rate`, or nil (see `plans`).

@@ -243,7 +243,8 @@ def test_daemon_says_an_order_from_the_voice_pack_and_acks_it(box):
         sim.wait_for(r"^ack id=%s status=spoken" % re.escape(oid), which="out", timeout=30)
         crier.wait_for(r"INFO speech: said from voice pack clips clips=5")
         crier.wait_for(r"INFO alert: spoken id=%s text=新客户来了，四十二号" % re.escape(oid))
-        crier.wait_for(r"INFO alert: synthesized ids=%s seconds=1\.7 " % re.escape(oid))
+        said = crier.wait_for(r"INFO alert: synthesized ids=%s seconds=1\.7 " % re.escape(oid))[0]
+        print("\nfrom the pack: " + said.split("INFO ")[1])
     finally:
         rc = crier.stop()
         sim.stop()

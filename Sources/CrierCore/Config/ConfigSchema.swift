@@ -148,7 +148,7 @@ public struct VoicePackConfig: Sendable, Equatable {
     static let keys: [ConfigKey] = Lang.allCases.map { l in
         ConfigKey("voice.pack.\(l.rawValue)", section: "voice packs", default: "",
                   doc: "Folder of a recorded-clip voice pack for \(l.rawValue) (docs/voice.md), e.g. /boot/firmware/voice/\(l.rawValue); "
-                      + "empty: espeak-ng only. Used by `crier say` in this version, not yet by the daemon.",
+                      + "empty: espeak-ng only. Read at start; an alert with a word the pack lacks is said by espeak-ng whole.",
                   apply: { c, v throws(ConfigValueError) in c.voicePacks.path[l] = v.isEmpty ? nil : try ConfigValue.absolutePath(v) },
                   render: { $0.voicePacks.path[l] ?? "" })
     }
