@@ -428,62 +428,40 @@ public final class AudioEngine: Sendable {
             engine.statsBox.withLock { $0.deviceOpen = false }
         }
 
-        /// Idle on a self-paced PCM (null, file), silence is written this many periods at a time.
-        static let idleBatchPeriods = 4
-
-        /// Idle on a clock-driven device, the thread wakes when this much silence is left queued:
-        /// half the buffer, at least two periods (the margin a busy CPU needs to refill in time).
-        static func idleKeep(buffer: Int, period: Int) -> Int {
-            min(buffer, max(2 * period, buffer / 2))
-        }
-
         /// Keeps `device` fed until stop is requested and returns the frames written; throws when
-        /// the device is lost.
+        /// the device is lost. Every decision (how far ahead, what to take back, how long to
+        /// sleep) is the `Pacer`'s (CrierCore); this does the ALSA calls, the mixing and the waits.
         mutating func stream(_ device: PCMDevice, onFirstWrite: () -> Void) throws(AudioError) -> UInt64 {
             var firstWriteDone = false
             let ch = device.format.channels
             let period = device.periodFrames
-            let rate = Double(device.format.rate)
+            let rate = device.format.rate
             var buf = [Int16](repeating: 0, count: period * ch)
             let zeros = buf
-            var written: UInt64 = 0
-            var silentFrom: UInt64 = 0
             let t0 = Monotonic.now()
-            // Frames that must stay queued when silence is taken back: time to render and write.
-            // A whole period (at least 10 ms): less made the device underrun right at the start
-            // of speech on a slow CPU (seen in the VM tier).
-            let safety = max(device.format.frames(ms: 10), period)
-            // While a started clip is still being synthesized, the least queued before gap
-            // silence is written rather than waiting for its samples: below the rewind's
-            // safety (which a rewind leaves queued). A self-paced PCM cannot underrun and a new
-            // clip starts with nothing queued ("now" in the stream): there the stream may lag
-            // the clock by a period before gap silence keeps it at pace. A machine that underruns
-            // with that little queued (a slow or emulated CPU) gets the idle margin instead, for as
-            // long as the device stays open: gap silence ahead (up to that margin) rather than underruns.
-            var floor = device.selfPaced ? -period : safety / 2
-            let deepFloor = Self.idleKeep(buffer: device.bufferFrames, period: period)
-            var streaming = false
-            let minWrite = max(1, device.format.frames(ms: 1))
+            var pacer = Pacer(device: Pacer.Device(rate: rate, period: period, buffer: device.bufferFrames, selfPaced: device.selfPaced),
+                              start: t0)
+            let deepFloor = pacer.idleMargin
             let pollFDs = device.selfPaced ? [] : device.pollDescriptors()
 
             let (lg, eng, dev) = (log, engine, config.device)
             func recovered(_ e: AudioError) {
                 lg.warning("\(e.operation == "underrun" ? "underrun" : "suspended"), recovered", ["device": dev])
                 eng.statsBox.withLock { $0.recoveries += 1 }
-                if streaming && floor < deepFloor {
-                    floor = deepFloor
-                    lg.warning("underrun while speech was streaming in; keeping \(deepFloor * 1000 / Int(rate)) ms queued from now on (slow CPU?)",
+                if pacer.underran() {
+                    lg.warning("underrun while speech was streaming in; keeping \(deepFloor * 1000 / rate) ms queued from now on (slow CPU?)",
                                ["device": dev])
                 }
             }
 
-            // Where playback stands; every good answer also moves the playhead (what a lost
-            // device is known to have played). A device that does not answer (lost, or in an
-            // xrun about to be recovered) leaves it where it was: never further than it played.
+            // Where playback stands, `written` frames in; every good answer also moves the
+            // playhead (what a lost device is known to have played). A device that does not
+            // answer (lost, or in an xrun about to be recovered) leaves it where it was: never
+            // further than it played.
             playhead = Playhead()
-            func playedPosition() -> UInt64 {
+            func playedPosition(_ written: UInt64) -> UInt64 {
                 if device.selfPaced {
-                    let clock = Int64(max(0, (Monotonic.now() - t0) * rate))
+                    let clock = max(0, Pacer.clock(since: t0, now: Monotonic.now(), rate: rate))
                     playhead.observe(written: written, clock: clock)
                     return UInt64(clock)
                 }
@@ -495,88 +473,41 @@ public final class AudioEngine: Sendable {
                 let added = drainInbox()
                 if stopping { break }
                 engine.statsBox.withLock { $0.wakeups += 1 }
-                if added && !device.selfPaced && written > silentFrom {
-                    // Speech must not wait behind the silence already queued: take it back.
-                    let played = playedPosition()
-                    let tail = Int(written - max(silentFrom, played))
-                    let take = min(tail - safety, device.rewindable())
-                    if take > 0 {
-                        let got = device.rewind(take)
-                        written -= UInt64(got)
-                        unreadMusic(frames: got)
-                        log.debug("took back queued silence so speech starts now", ["frames": got, "ms": got * 1000 / device.format.rate])
-                        engine.statsBox.withLock { $0.rewoundFrames += UInt64(got) }
-                    }
+                // Speech must not wait behind the silence already queued: take it back.
+                let take = pacer.takeBack(added: added, played: playedPosition, rewindable: device.rewindable)
+                if take > 0 {
+                    let got = device.rewind(take)
+                    pacer.tookBack(got)
+                    unreadMusic(frames: got)
+                    log.debug("took back queued silence so speech starts now", ["frames": got, "ms": got * 1000 / rate])
+                    engine.statsBox.withLock { $0.rewoundFrames += UInt64(got) }
                 }
-                // How far ahead of the listener we keep the device: full buffer while something
-                // plays (robust against a busy CPU), one period of silence when idle (so speech
-                // that arrives can start almost at once even where rewind is unavailable).
-                let ahead: Int
-                var room: Int
-                if device.selfPaced {
-                    // Idle: nothing ahead of the clock, so arriving speech lands at "now" in the
-                    // stream (there is no rewind on these devices).
-                    ahead = mixer.isIdle && !added ? 0 : device.bufferFrames
-                    let clock = Int64((Monotonic.now() - t0) * rate)
-                    if added && Int64(written) < clock {
-                        // Idle silence goes out in batches and lags the clock by up to one: catch
-                        // up with silence first, so the new clip starts at "now" in the stream.
-                        var behind = Int(clock - Int64(written))
-                        while behind > 0 {
-                            let n = min(period, behind)
-                            if musicActive {
-                                // Music keeps going up to "now" (a gap of zeros would be heard).
-                                _ = render(into: &buf, frames: n, historyLimit: device.bufferFrames, clips: false)
-                                try device.write(buf, frames: n, onRecover: recovered)
-                                written += UInt64(n)
-                                behind -= n
-                                continue
-                            }
-                            try device.write(zeros, frames: n, onRecover: recovered)
-                            written += UInt64(n)
-                            behind -= n
-                        }
+                let avail = device.selfPaced ? nil : try device.avail(onRecover: recovered)
+                var plan = pacer.plan(added: added, idle: mixer.isIdle, now: Monotonic.now(), avail: avail)
+                while let n = plan.nextCatchUp() {
+                    if musicActive {
+                        // Music keeps going up to "now" (a gap of zeros would be heard).
+                        _ = render(into: &buf, frames: n, historyLimit: device.bufferFrames, clips: false)
+                        try device.write(buf, frames: n, onRecover: recovered)
+                    } else {
+                        try device.write(zeros, frames: n, onRecover: recovered)
                     }
-                    let due = clock + Int64(ahead)
-                    room = Int(max(0, due - Int64(written)))
-                } else {
-                    ahead = device.bufferFrames
-                    room = try device.avail(onRecover: recovered)
+                    pacer.caughtUp(n)
                 }
-                // A started clip whose synthesis is running: no further ahead than its samples
-                // while the device holds more than `floor`. Writing a buffer ahead would queue
-                // gap silence although the synthesis is only microseconds behind, and the rest
-                // of the speech would come a buffer later (docs/audio.md, "Streaming speech").
-                // Only while the device plays: one waiting for its start threshold (after an open
-                // or an underrun) must be filled to it, or it would never start.
-                var limited = false
                 let running = device.isRunning
-                let lead = mixer.streamLead(want: room)
-                streaming = lead != nil
-                if running, let lead {
-                    let queued = Int(written) - Int(playedPosition())
-                    let cap = queued <= floor ? max(lead, period) : (lead >= minWrite ? lead : 0)
-                    if cap < room {
-                        room = cap
-                        limited = true
-                    }
-                }
-                // Whole periods, except a limited write, the self-paced catch-up, and the rest up
-                // to a stopped device's start threshold (a partial period written before an
-                // underrun leaves it a partial period short).
-                while room >= period || (room > 0 && (limited || !running || added && device.selfPaced)) {
-                    let n = min(period, room)
-                    let before = written
+                let lead = mixer.streamLead(want: plan.frames)
+                pacer.limit(&plan, running: running, lead: lead, played: playedPosition)
+                while let n = plan.next() {
+                    let before = pacer.written
                     let r = render(into: &buf, frames: n, historyLimit: device.bufferFrames)
                     try device.write(buf, frames: n, onRecover: recovered)
-                    written += UInt64(n)
-                    room -= n
+                    pacer.wrote(n, sound: !r.silent)
                     // Writing is progress: a thread that is slower than real time (a starved
                     // CPU) underruns and says so, but it is not stuck.
                     progress()
                     // Established once it has taken a buffer's worth (and ≥ 250 ms): some PCMs
                     // (a file in a missing folder, a USB DAC mid-unplug) open, take a period, then fail.
-                    if !firstWriteDone && written >= UInt64(max(device.bufferFrames, device.format.rate / 4)) {
+                    if !firstWriteDone && pacer.written >= UInt64(max(device.bufferFrames, rate / 4)) {
                         firstWriteDone = true
                         onFirstWrite()
                     }
@@ -585,7 +516,6 @@ public final class AudioEngine: Sendable {
                         for id in r.started { if let t = enqueuedAt.removeValue(forKey: id) { lastStart = now - t } }
                         if let l = lastStart { engine.statsBox.withLock { $0.lastStartLatency = l } }
                     }
-                    if !r.silent { silentFrom = written }
                     if r.gapFrames > 0 {
                         for id in r.gaps where !gapped.contains(id) {
                             gapped.insert(id)
@@ -599,46 +529,26 @@ public final class AudioEngine: Sendable {
                                                      tail: f.tail, stopped: f.tail > 0))
                     }
                 }
-                let (ducked, under) = (music.mix.envelope.isDucked, music.mix.underrunFrames)
+                let (ducked, under, written) = (music.mix.envelope.isDucked, music.mix.underrunFrames, pacer.written)
                 engine.statsBox.withLock {
                     $0.framesWritten = written; $0.clamped = mixer.clampedSamples
                     $0.musicDucked = ducked; $0.musicUnderrunFrames = under
                 }
                 if !pending.isEmpty {
-                    let played = playedPosition()
+                    let played = playedPosition(written)
                     var still: [QueuedClipEnd] = []
                     for p in pending { if p.end <= played { finish(p.id, .played, heard: p.heard) } else { still.append(p) } }
                     pending = still
                 }
                 progress()
-                // Sleep until there is room to fill (device) or time has passed (self-paced), or
-                // a wake. Idle, the thread sleeps longer: new speech wakes it at once through the
-                // wake pipe and takes back the queued silence, so latency does not depend on how
-                // long it sleeps; only CPU wakeups do (docs/audio.md, "Idle wakeups").
-                let idle = mixer.isIdle && pending.isEmpty
-                if limited {
-                    // Woken by the clip's next samples, or when the queue is down to `floor`.
-                    let played = playedPosition()
-                    var timeout = Double(Int(written) - Int(played) - floor) / rate
-                    if let end = pending.map(\.end).min() { timeout = min(timeout, Double(Int(end) - Int(played)) / rate) }
-                    engine.wake.wait(timeout: max(0, timeout))
-                } else if device.selfPaced {
-                    let batch = idle ? Self.idleBatchPeriods : 1
-                    let nextDue = t0 + Double(Int64(written) + Int64(batch * period) - Int64(ahead)) / rate
-                    var timeout = nextDue - Monotonic.now()
-                    if !pending.isEmpty, let end = pending.map(\.end).min() {
-                        timeout = min(timeout, t0 + Double(end) / rate - Monotonic.now())
-                    }
-                    engine.wake.wait(timeout: max(0, timeout))
-                } else if idle, case let spare = (device.delay() ?? 0) - Self.idleKeep(buffer: device.bufferFrames, period: period),
-                          spare >= period {
-                    // Still well fed with silence: sleep until only the safe minimum is left.
-                    engine.wake.wait(timeout: Double(spare) / rate)
-                } else {
-                    engine.wake.wait(timeout: 1.0, extra: pollFDs)
+                let sleep = pacer.sleep(after: plan, idle: mixer.isIdle && pending.isEmpty, pendingEnd: pending.map(\.end).min(),
+                                        now: Monotonic.now(), played: playedPosition, delay: device.delay)
+                switch sleep {
+                case .wake(let timeout): engine.wake.wait(timeout: timeout)
+                case .poll: engine.wake.wait(timeout: 1.0, extra: pollFDs)
                 }
             }
-            return written
+            return pacer.written
         }
 
         /// The device was lost: each clip whose end was still queued ends as far as it had played
