@@ -48,6 +48,9 @@ import Testing
         #expect(out.underruns > 0, "seed \(seed): the timeline should underrun")
         #expect(out.floorProblems.isEmpty, "seed \(seed): \(out.floorProblems.prefix(3))")
         #expect(out.raisedFloors == (out.underrunsWhileStreaming > 0 ? 1 : 0), "seed \(seed): raised \(out.raisedFloors) times")
+        // A device recovered from an underrun is filled to its start threshold (a partial period
+        // included) and plays again: never left waiting for it (silent for good) past one wakeup.
+        #expect(out.leftStopped.isEmpty, "seed \(seed): \(out.leftStopped.prefix(3))")
     }
 
     /// A rewind (an urgent clip arriving with silence queued) takes back only silence that has not
@@ -134,6 +137,7 @@ enum Sim {
         var rewindProblems: [String] = []
         var lateStarts: [String] = []
         var idleProblems: [String] = []
+        var leftStopped: [String] = []
     }
 
     /// A PCM as far as the pacer sees it. Clock-driven: the reader (`hw`) advances with time once
@@ -321,6 +325,7 @@ enum Sim {
         var addedAt: [UInt64: (played: Int64, silentQueue: Bool)] = [:]
         var floorBefore = pacer.floor
         var wroteBlock = false
+        var stoppedWakeups = 0
         func recovered() {
             out.underruns += 1
             if pacer.streaming { out.underrunsWhileStreaming += 1 }
@@ -416,11 +421,20 @@ enum Sim {
                     pending.append(QueuedClipEnd(id: f.id, end: before + UInt64(f.endFrame), quiet: f.quiet, heard: f.heard, tail: f.tail))
                 }
             }
+            if idleWake && dev.selfPaced && Int64(pacer.written) > clock() {
+                out.idleProblems.append("t=\(now): idle, wrote \(Int64(pacer.written) - clock()) frames ahead of the clock")
+            }
             if !pending.isEmpty {
                 let played = playedPosition(pacer.written)
                 let done = pending.filter { $0.end <= played }
                 out.clipsFinished += done.count
                 pending.removeAll { $0.end <= played }
+            }
+            if !dev.isRunning(now) {
+                stoppedWakeups += 1
+                if stoppedWakeups == 2 { out.leftStopped.append("t=\(now): \(dev.queued) queued, threshold \(dev.threshold), still waiting after two wakeups") }
+            } else {
+                stoppedWakeups = 0
             }
             if pacer.floor < floorBefore { out.floorProblems.append("t=\(now): the floor went down from \(floorBefore) to \(pacer.floor)") }
             floorBefore = pacer.floor
