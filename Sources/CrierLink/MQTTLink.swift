@@ -4,27 +4,6 @@ import CrierPosix
 import Glibc
 import Synchronization
 
-/// What the daemon needs of an order link, v1 (`OrderLink`) or MQTT (`MQTTLink`).
-public protocol OrderLinking: AnyObject, Sendable {
-    func start()
-    func stop()
-    func abandon()
-    /// Queues an ack; says whether it goes out or why not (an answer the server already has).
-    @discardableResult func send(_ ack: Ack, reply: Bool) -> AckOutbox.Outcome
-    var lastProgress: Double { get }
-    var isConnected: Bool { get }
-    /// The volume changed (MQTT: the retained `online` status carries it).
-    func presenceChanged(volume: Int)
-    /// The booted slot or the last update's outcome changed (crier-mark-good writes it minutes
-    /// after boot): v1 says it in the next connection's hello, MQTT republishes its retained
-    /// status at once.
-    func deviceChanged(slot: String?, lastUpdate: String?)
-}
-
-extension OrderLink: OrderLinking {
-    public func presenceChanged(volume: Int) {}
-}
-
 /// The box's end of the MQTT transport (docs/protocol.md, "MQTT"): one libmosquitto client on
 /// the link's own thread, driven by our poll loop and reconnect backoff. Persistent session
 /// (client id = device.id, clean session off, MQTT 5 session expiry), QoS 1 subscription to
@@ -51,18 +30,11 @@ public final class MQTTLink: OrderLinking {
         public init() {}
     }
 
-    public let config: LinkConfig
-    public let deviceID: String
     public let topics: MQTTTopics
-    let log: Logger
-    let onEvent: @Sendable (LinkEvent) -> Void
     let options: Options
-    public let ackStore: AckStore
     public let inbox: InboxStore
-    private let ownsStores: Bool
 
     private struct Shared {
-        var connected = false
         /// When the last connection was subscribed (monotonic).
         var connectedAt = 0.0
         var volume: Int?
@@ -73,41 +45,41 @@ public final class MQTTLink: OrderLinking {
         var lastUpdate: String?
     }
     private let shared = Mutex(Shared())
-    private let thread = LinkThread(name: "crier-mqtt")
-    private var wake: WakePipe { thread.wake }
-    private let progressNs = Atomic<Int64>(0)
-
-    public var lastProgress: Double { Double(progressNs.load(ordering: .relaxed)) / 1e9 }
-    private func tick() { progressNs.store(Int64(Monotonic.now() * 1e9), ordering: .relaxed) }
+    public let driver: LinkDriver
 
     public init(config: LinkConfig, deviceID: String, log: Logger, options: Options = Options(), onEvent: @escaping @Sendable (LinkEvent) -> Void) {
-        self.config = config
-        self.deviceID = deviceID
-        self.log = log
         self.options = options
-        self.onEvent = onEvent
         topics = MQTTTopics(prefix: config.mqtt.prefix, device: deviceID)
-        ownsStores = options.ackStore == nil
-        ackStore = options.ackStore ?? AckStore(path: nil, log: log, capacity: options.maxPendingAcks)
-        inbox = options.inbox ?? InboxStore(path: nil, log: log)
-        // An ack goes out only once the outbox file says it may have (write-ahead): that
-        // write wakes the link to publish it.
-        ackStore.onFileWritten { [wake] in wake.wake() }
+        let inbox = options.inbox ?? InboxStore(path: nil, log: log)
+        self.inbox = inbox
+        // The inbox is closed with an outbox of the link's own (memory only), else the daemon's.
+        driver = LinkDriver(threadName: "crier-mqtt", config: config, deviceID: deviceID, log: log, backoff: options.backoff,
+                            ackStore: options.ackStore, maxPendingAcks: options.maxPendingAcks, onEvent: onEvent,
+                            closeOwned: { inbox.close() })
+        driver.bind(prepare: { [config, log] in
+            guard let server = config.server else { return }
+            if !server.isEncrypted && (config.ca != nil || !config.pins.isEmpty || config.mqtt.clientCert != nil) {
+                log.error("server.ca, server.pin and mqtt.cert only apply to mqtts:// brokers; this link is NOT encrypted or verified",
+                          ["server": server.description, "hint": "use server = mqtts://HOST:PORT in crier.conf"])
+            }
+            if !server.isEncrypted && config.mqtt.password != nil {
+                log.warning("mqtt.password travels in clear text over mqtt://", ["server": server.description, "hint": "use mqtts:// for a broker outside this LAN"])
+            }
+            if config.token != nil {
+                log.warning("server.token is not used with an MQTT broker; the box authenticates with mqtt.username/mqtt.password or mqtt.cert", ["server": server.description])
+            }
+        }, session: { [self] in Session(link: self) })
     }
 
-    public var isConnected: Bool { shared.withLock { $0.connected } }
-    private var stopping: Bool { thread.stopping }
 
-    public func presenceChanged(volume: Int) {
+    public func deviceChanged(_ change: DeviceChange) {
         shared.withLock { s in
-            if s.volume != volume { s.volume = volume; s.statusChanged = true }
-        }
-        wake.wake()
-    }
-
-    public func deviceChanged(slot: String?, lastUpdate: String?) {
-        shared.withLock { s in
-            if s.slot != slot || s.lastUpdate != lastUpdate { s.slot = slot; s.lastUpdate = lastUpdate; s.statusChanged = true }
+            switch change {
+            case .volume(let volume):
+                if s.volume != volume { s.volume = volume; s.statusChanged = true }
+            case .update(let slot, let lastUpdate):
+                if s.slot != slot || s.lastUpdate != lastUpdate { s.slot = slot; s.lastUpdate = lastUpdate; s.statusChanged = true }
+            }
         }
         wake.wake()
     }
@@ -122,36 +94,6 @@ public final class MQTTLink: OrderLinking {
         return r.outcome
     }
 
-    public func start() {
-        guard let server = config.server else { return }
-        thread.start(log: log, prepare: {
-            if !server.isEncrypted && (config.ca != nil || !config.pins.isEmpty || config.mqtt.clientCert != nil) {
-                log.error("server.ca, server.pin and mqtt.cert only apply to mqtts:// brokers; this link is NOT encrypted or verified",
-                          ["server": server.description, "hint": "use server = mqtts://HOST:PORT in crier.conf"])
-            }
-            if !server.isEncrypted && config.mqtt.password != nil {
-                log.warning("mqtt.password travels in clear text over mqtt://", ["server": server.description, "hint": "use mqtts:// for a broker outside this LAN"])
-            }
-            if config.token != nil {
-                log.warning("server.token is not used with an MQTT broker; the box authenticates with mqtt.username/mqtt.password or mqtt.cert", ["server": server.description])
-            }
-        }) { [self] in run(server) }
-    }
-
-    public func abandon() {
-        thread.abandon()
-    }
-
-    public func stop() {
-        thread.stop()
-        if ownsStores {
-            ackStore.close()
-            inbox.close()
-        } else {
-            ackStore.persist()
-        }
-    }
-
     // MARK: the link thread
 
     private enum SessionEnd {
@@ -163,154 +105,135 @@ public final class MQTTLink: OrderLinking {
         case downgrade(String)
     }
 
-    /// A link that cannot work (a device.id no topic can hold, a client libmosquitto cannot
-    /// make) still goes round its loop, so the supervisor does not replace it every 45 s.
-    private func idle() {
-        while !stopping { sleep(5) }
-    }
-
-    private func run(_ server: ServerAddress) {
-        tick()
-        // The same rule check-config applies (a config that passed it never gets here).
-        if let p = MQTTConfig.deviceIDProblem(deviceID) {
-            log.error("cannot use this device.id in MQTT topics; the MQTT link does not connect", ["problem": p, "hint": "set device.id in crier.conf to letters, digits, - and _"])
-            return idle()
-        }
-        // Orders received before a restart and not yet answered: the daemon gets them first
-        // (its dedupe answers the ones already said from the ack outbox).
-        for e in inbox.takeReplay() {
-            switch e {
-            case .order(let o): onEvent(.order(o))
-            case .cancel(let id): onEvent(.cancel(id: id))
-            }
-        }
-        let url = server.description
-        let client: MosquittoClient
-        do throws(MosquittoError) {
-            client = try MosquittoClient(id: deviceID, cleanSession: false, logEnabled: false)
-            try client.setCredentials(username: config.mqtt.username, password: config.mqtt.password)
-            let will = MQTTTopics.statusPayload(online: false, device: deviceID, version: CrierVersion.string, volume: nil, protocolVersion: nil)
-            try client.setWill(topic: topics.status, payload: will, qos: 1, retain: true)
-        } catch {
-            log.error("cannot set up the MQTT client: \(error)", ["server": url])
-            return idle()
-        }
-        client.setMaxInflight(options.maxInflight)
-        client.maxPayload = MQTTLimits.maxPayloadBytes
-        var useV5 = config.mqtt.protocolChoice != .v311
-        var backoff = options.backoff
-        var rng = SystemRandomNumberGenerator()
-        var lastProblem: String?
-        var downSince = Monotonic.now()
-        var verifier = config.key.map { SignatureVerifier(key: $0, mac: Crypto.hmacSHA256) }
-        // Acks published and not PUBACKed, by mid, for the client's life: libmosquitto keeps an
-        // unacknowledged QoS 1 publish across a reconnect (same client, persistent session) and
-        // sends it again with the same mid, so its PUBACK can come in a later session. Kept per
-        // session, that PUBACK found nothing, the order stayed in the inbox while the outbox let
-        // the ack go, and the order was said again after the next restart.
+    /// The MQTT transport's part of the driver: one libmosquitto client for the link's life,
+    /// connected again for each session.
+    private final class Session: LinkSession {
+        let link: MQTTLink
+        var client: MosquittoClient?
+        var useV5: Bool
+        var verifier: SignatureVerifier?
+        /// Acks published and not PUBACKed, by mid, for the client's life: libmosquitto keeps an
+        /// unacknowledged QoS 1 publish across a reconnect (same client, persistent session) and
+        /// sends it again with the same mid, so its PUBACK can come in a later session. Kept per
+        /// session, that PUBACK found nothing, the order stayed in the inbox while the outbox let
+        /// the ack go, and the order was said again after the next restart.
         var ackMids: [Int32: Ack] = [:]
         var tls: (TLSContext, MQTTTLSCheck)?
         var configuredV5: Bool?
         var clash = ClientIDClash()
-        log.info("link starting", ["server": url, "device": deviceID, "orders": topics.orders, "keepalive": "\(keepalive)s"])
-        while !stopping {
-            tick()
-            var end: SessionEnd?
-            if server.isEncrypted && tls == nil {
-                let check = MQTTTLSCheck(host: server.host, pins: config.pins)
-                switch mqttTLSContext(config: config, check: check) {
-                case .success(let c):
-                    do throws(MosquittoError) {
-                        try client.setTLSContext(c.ctx)
-                        tls = (c, check)
-                    } catch {
-                        log.error("cannot hand the TLS context to libmosquitto: \(error)", ["server": url])
-                        return idle()
+        /// The problem of the last connection lost.
+        var lastLoss: MQTTProblem?
+
+        init(link: MQTTLink) {
+            self.link = link
+            useV5 = link.config.mqtt.protocolChoice != .v311
+            verifier = link.config.key.map { SignatureVerifier(key: $0, mac: Crypto.hmacSHA256) }
+        }
+
+        func begin(_ run: LinkRun) -> [(String, String)]? {
+            let log = link.log, deviceID = link.deviceID, config = link.config
+            // The same rule check-config applies (a config that passed it never gets here).
+            if let p = MQTTConfig.deviceIDProblem(deviceID) {
+                log.error("cannot use this device.id in MQTT topics; the MQTT link does not connect", ["problem": p, "hint": "set device.id in crier.conf to letters, digits, - and _"])
+                return nil
+            }
+            // Orders received before a restart and not yet answered: the daemon gets them first
+            // (its dedupe answers the ones already said from the ack outbox).
+            for e in link.inbox.takeReplay() {
+                switch e {
+                case .order(let o): link.onEvent(.order(o))
+                case .cancel(let id): link.onEvent(.cancel(id: id))
+                }
+            }
+            let url = config.server?.description ?? "?"
+            let client: MosquittoClient
+            do throws(MosquittoError) {
+                client = try MosquittoClient(id: deviceID, cleanSession: false, logEnabled: false)
+                try client.setCredentials(username: config.mqtt.username, password: config.mqtt.password)
+                let will = MQTTTopics.statusPayload(online: false, device: deviceID, version: CrierVersion.string, volume: nil, protocolVersion: nil)
+                try client.setWill(topic: link.topics.status, payload: will, qos: 1, retain: true)
+            } catch {
+                log.error("cannot set up the MQTT client: \(error)", ["server": url])
+                return nil
+            }
+            client.setMaxInflight(link.options.maxInflight)
+            client.maxPayload = MQTTLimits.maxPayloadBytes
+            self.client = client
+            return [("orders", link.topics.orders), ("keepalive", "\(link.keepalive)s")]
+        }
+
+        func connect(_ run: LinkRun) -> LinkEnd {
+            guard let client, let server = link.config.server else { return .broken }
+            let log = link.log, config = link.config
+            let url = server.description
+            while true {
+                var end: SessionEnd?
+                if server.isEncrypted && tls == nil {
+                    let check = MQTTTLSCheck(host: server.host, pins: config.pins)
+                    switch mqttTLSContext(config: config, check: check) {
+                    case .success(let c):
+                        do throws(MosquittoError) {
+                            try client.setTLSContext(c.ctx)
+                            tls = (c, check)
+                        } catch {
+                            log.error("cannot hand the TLS context to libmosquitto: \(error)", ["server": url])
+                            return .broken
+                        }
+                    case .failure(let e): end = .tlsFailed(e.message)
                     }
-                case .failure(let e): end = .tlsFailed(e.message)
+                }
+                if end == nil, configuredV5 != useV5 {
+                    do throws(MosquittoError) {
+                        try client.setProtocol(v5: useV5, sessionExpiry: UInt32(clamping: config.mqtt.sessionExpiry),
+                                               maxPacket: UInt32(MQTTLimits.maxPacketBytes))
+                        configuredV5 = useV5
+                    } catch {
+                        log.error("cannot set the MQTT protocol version: \(error)", ["server": url])
+                        return .broken
+                    }
+                }
+                let result = end ?? link.session(client, server, v5: useV5, tls: tls?.1, run: run, verifier: &verifier, ackMids: &ackMids)
+                if run.stopping { return .lost(LinkLoss(reason: "stopped")) }
+                switch result {
+                case .downgrade(let why):
+                    // Again at once, with 3.1.1.
+                    log.notice("broker does not speak MQTT 5; using MQTT 3.1.1", ["server": url, "error": why])
+                    useV5 = false
+                    if run.stopping { return .lost(LinkLoss(reason: "stopped")) }
+                    run.tick()
+                case .tlsFailed(let why):
+                    return .failed(LinkFailure(key: why, level: .error, message: why, fields: [],
+                                               hint: "check the broker certificate, server.ca and server.pin in crier.conf; the box never falls back to plain MQTT",
+                                               again: nil))
+                case .failedToConnect(let problem):
+                    let headline = problem.headline(connecting: true)
+                    return .failed(LinkFailure(key: headline + ": " + problem.detail, level: problem.isError ? .error : .warning,
+                                               message: headline, fields: [("error", problem.detail)], hint: problem.hint,
+                                               again: ("still: " + headline, problem.detail, false)))
+                case .refused(let why, let hint):
+                    return .failed(LinkFailure(key: why, level: .error, message: "MQTT broker refused this box", fields: [("error", why)],
+                                               hint: hint, again: nil))
+                case .lost(let problem):
+                    lastLoss = problem
+                    return .lost(LinkLoss(reason: problem.detail, level: problem.isError ? .error : .warning,
+                                          message: problem.headline(connecting: false), hint: problem.hint))
                 }
             }
-            if end == nil, configuredV5 != useV5 {
-                do throws(MosquittoError) {
-                    try client.setProtocol(v5: useV5, sessionExpiry: UInt32(clamping: config.mqtt.sessionExpiry),
-                                           maxPacket: UInt32(MQTTLimits.maxPacketBytes))
-                    configuredV5 = useV5
-                } catch {
-                    log.error("cannot set the MQTT protocol version: \(error)", ["server": url])
-                    return idle()
-                }
-            }
-            let result = end ?? session(client, server, v5: useV5, tls: tls?.1, backoff: &backoff, downSince: downSince, verifier: &verifier, ackMids: &ackMids)
-            if stopping { break }
-            let now = Monotonic.now()
-            var delay = 0.0
-            switch result {
-            case .downgrade(let why):
-                log.notice("broker does not speak MQTT 5; using MQTT 3.1.1", ["server": url, "error": why])
-                useV5 = false
-                continue
-            case .tlsFailed(let why):
-                delay = backoff.nextDelay(using: &rng)
-                if why != lastProblem {
-                    log.error(why, ["server": url, "retry_in": "\(fmt1(delay))s",
-                                    "hint": "check the broker certificate, server.ca and server.pin in crier.conf; the box never falls back to plain MQTT"])
-                    lastProblem = why
-                }
-            case .failedToConnect(let problem):
-                delay = backoff.nextDelay(using: &rng)
-                let headline = problem.headline(connecting: true)
-                let why = headline + ": " + problem.detail
-                if why != lastProblem {
-                    var fields: [(String, String)] = [("server", url), ("error", problem.detail), ("retry_in", "\(fmt1(delay))s")]
-                    if let h = problem.hint { fields.append(("hint", h)) }
-                    log.hub.emit(problem.isError ? .error : .warning, log.component, headline, fields)
-                    lastProblem = why
-                } else {
-                    log.debug("still: " + headline, ["server": url, "error": problem.detail, "attempt": backoff.attempt])
-                }
-            case .refused(let why, let hint):
-                delay = backoff.nextDelay(using: &rng)
-                if why != lastProblem {
-                    log.error("MQTT broker refused this box", ["server": url, "error": why, "retry_in": "\(fmt1(delay))s", "hint": hint])
-                    lastProblem = why
-                }
-            case .lost(let problem):
-                backoff.disconnected(now: now)
-                downSince = now
-                lastProblem = nil
-                clash.connected(now: shared.withLock { s in s.connected = false; return s.connectedAt })
-                onEvent(.disconnected(reason: problem.detail))
-                delay = backoff.nextDelay(using: &rng)
-                var fields: [(String, String)] = [("server", url), ("reason", problem.detail), ("retry_in", "\(fmt1(delay))s")]
-                if let h = problem.hint { fields.append(("hint", h)) }
-                log.hub.emit(problem.isError ? .error : .warning, log.component, problem.headline(connecting: false), fields)
-                // MQTT 3.1.1: a broker gives a taken client id no reason, it closes the older
-                // connection; two clients with one id then take turns (issue 31 item 11).
-                if clash.lost(now: now), problem != .sessionTakenOver(clientID: deviceID) {
-                    log.warning("the connection was lost \(clash.quickLosses) times in a row within \(Int(clash.window)) s of connecting; another client may be using this box's client id \"\(deviceID)\"",
-                                ["server": url, "hint": "each box needs its own device.id: look for another box, or a tool (mosquitto_sub -i \(deviceID)), using client id \"\(deviceID)\""])
-                }
-            }
-            sleep(delay)
         }
-        if shared.withLock({ s in defer { s.connected = false }; return s.connected }) {
-            onEvent(.disconnected(reason: "stopped"))
+
+        func lost(_ loss: LinkLoss, now: Double, run: LinkRun) {
+            let deviceID = link.deviceID
+            clash.connected(now: link.shared.withLock { $0.connectedAt })
+            // MQTT 3.1.1: a broker gives a taken client id no reason, it closes the older
+            // connection; two clients with one id then take turns (issue 31 item 11).
+            if clash.lost(now: now), lastLoss != .sessionTakenOver(clientID: deviceID) {
+                link.log.warning("the connection was lost \(clash.quickLosses) times in a row within \(Int(clash.window)) s of connecting; another client may be using this box's client id \"\(deviceID)\"",
+                                 ["server": link.config.server?.description ?? "?", "hint": "each box needs its own device.id: look for another box, or a tool (mosquitto_sub -i \(deviceID)), using client id \"\(deviceID)\""])
+            }
         }
-        _ = tls
-        log.info("link stopped", ["server": url])
     }
 
     private var keepalive: Int { max(5, Int(config.heartbeat.rounded())) }
-
-    private func sleep(_ seconds: Double) {
-        let deadline = Monotonic.now() + seconds
-        while !stopping {
-            tick()
-            let left = deadline - Monotonic.now()
-            if left <= 0 { return }
-            _ = wake.wait(timeout: min(left, 5))
-        }
-    }
 
     /// Per connection: what is in flight.
     private struct Conn {
@@ -334,7 +257,7 @@ public final class MQTTLink: OrderLinking {
     }
 
     private func session(_ client: MosquittoClient, _ server: ServerAddress, v5: Bool, tls: MQTTTLSCheck?,
-                         backoff: inout ReconnectBackoff, downSince: Double, verifier: inout SignatureVerifier?,
+                         run: LinkRun, verifier: inout SignatureVerifier?,
                          ackMids: inout [Int32: Ack]) -> SessionEnd {
         _ = tls?.take()
         _ = client.takeEvents()
@@ -362,19 +285,19 @@ public final class MQTTLink: OrderLinking {
 
         while !stopping {
             tick()
-            if let e = handleEvents(client, &conn, v5: v5, backoff: &backoff, downSince: downSince, verifier: &verifier) { end = e; break }
+            if let e = handleEvents(client, &conn, v5: v5, run: run, verifier: &verifier) { end = e; break }
             if conn.subscribed { publishAcks(client, &conn) }
             if client.wantWrite {
                 let w = client.loopWrite()
                 if w.code != 0 {
-                    if let e = handleEvents(client, &conn, v5: v5, backoff: &backoff, downSince: downSince, verifier: &verifier) { end = e; break }
+                    if let e = handleEvents(client, &conn, v5: v5, run: run, verifier: &verifier) { end = e; break }
                     end = ended(code: w.code, errno: w.errno)
                     break
                 }
             }
             let fd = client.socket
             if fd < 0 {
-                if let e = handleEvents(client, &conn, v5: v5, backoff: &backoff, downSince: downSince, verifier: &verifier) { end = e; break }
+                if let e = handleEvents(client, &conn, v5: v5, run: run, verifier: &verifier) { end = e; break }
                 end = ended(code: MosquittoClient.errNoConn, errno: 0)
                 break
             }
@@ -400,14 +323,14 @@ public final class MQTTLink: OrderLinking {
             if fds[0].revents & (Int16(POLLIN) | Int16(POLLERR) | Int16(POLLHUP) | pollRDHUP) != 0 {
                 let r = client.loopRead()
                 // At once: what arrived is journaled before any other library call can write.
-                if let e = handleEvents(client, &conn, v5: v5, backoff: &backoff, downSince: downSince, verifier: &verifier) { end = e; break }
+                if let e = handleEvents(client, &conn, v5: v5, run: run, verifier: &verifier) { end = e; break }
                 if r.code != 0 {
                     end = ended(code: r.code, errno: r.errno)
                     break
                 }
                 if !conn.connacked, fds[0].revents & (Int16(POLLHUP) | pollRDHUP) != 0 {
                     // libmosquitto retries a TLS handshake on a closed socket for ever.
-                    if let e = handleEvents(client, &conn, v5: v5, backoff: &backoff, downSince: downSince, verifier: &verifier) { end = e; break }
+                    if let e = handleEvents(client, &conn, v5: v5, run: run, verifier: &verifier) { end = e; break }
                     if let why = tls?.take() { end = .tlsFailed(why); break }
                     if v5, config.mqtt.protocolChoice == .auto, !server.isEncrypted { end = .downgrade("the broker closed the connection after an MQTT 5 CONNECT"); break }
                     end = .failedToConnect(.unreachable("the broker closed the connection before CONNACK" + (server.isEncrypted ? " (is it speaking TLS on this port?)" : "")))
@@ -418,14 +341,14 @@ public final class MQTTLink: OrderLinking {
                 lastMisc = Monotonic.now()
                 let rc = client.loopMisc()
                 if rc != 0 && rc != MosquittoClient.errNoConn {
-                    if let e = handleEvents(client, &conn, v5: v5, backoff: &backoff, downSince: downSince, verifier: &verifier) { end = e; break }
+                    if let e = handleEvents(client, &conn, v5: v5, run: run, verifier: &verifier) { end = e; break }
                     end = ended(code: rc, errno: errno)
                     break
                 }
             }
         }
         if stopping && end == nil {
-            drainAndDisconnect(client, &conn, v5: v5, backoff: &backoff, downSince: downSince, verifier: &verifier)
+            drainAndDisconnect(client, &conn, v5: v5, run: run, verifier: &verifier)
             return .lost(.lost("stopped"))
         }
         // Whatever happened, the connection is over: the next connect starts afresh.
@@ -436,8 +359,7 @@ public final class MQTTLink: OrderLinking {
 
     /// A clean stop: `offline` status, the acks still unconfirmed get `stopDrain` to be
     /// PUBACKed, DISCONNECT (the session stays; the will is not sent, so the status says it).
-    private func drainAndDisconnect(_ client: MosquittoClient, _ conn: inout Conn, v5: Bool, backoff: inout ReconnectBackoff,
-                                    downSince: Double, verifier: inout SignatureVerifier?) {
+    private func drainAndDisconnect(_ client: MosquittoClient, _ conn: inout Conn, v5: Bool, run: LinkRun, verifier: inout SignatureVerifier?) {
         guard conn.subscribed else { client.disconnect(); return }
         publishAcks(client, &conn)
         let off = MQTTTopics.statusPayload(online: false, device: deviceID, version: CrierVersion.string, volume: nil, protocolVersion: nil)
@@ -451,12 +373,12 @@ public final class MQTTLink: OrderLinking {
             _ = poll(&fds, 1, 50)
             if fds[0].revents != 0, client.loopRead().code != 0 { break }
             // Orders arriving now are journaled too: their PUBACK may still leave.
-            _ = handleEvents(client, &conn, v5: v5, backoff: &backoff, downSince: downSince, verifier: &verifier, stopping: true)
+            _ = handleEvents(client, &conn, v5: v5, run: run, verifier: &verifier, stopping: true)
             publishAcks(client, &conn)
         }
         if client.wantWrite { _ = client.loopWrite() }
         client.disconnect()
-        _ = handleEvents(client, &conn, v5: v5, backoff: &backoff, downSince: downSince, verifier: &verifier, stopping: true)
+        _ = handleEvents(client, &conn, v5: v5, run: run, verifier: &verifier, stopping: true)
     }
 
     /// Publishes acks from the outbox: one batch, then its last mid is the probe.
@@ -492,8 +414,7 @@ public final class MQTTLink: OrderLinking {
 
     /// Acts on what libmosquitto reported. Received orders are journaled (one fsync for the
     /// batch) before this returns, so before the next `loopWrite` sends their PUBACKs.
-    private func handleEvents(_ client: MosquittoClient, _ conn: inout Conn, v5: Bool, backoff: inout ReconnectBackoff,
-                              downSince: Double, verifier: inout SignatureVerifier?, stopping: Bool = false) -> SessionEnd? {
+    private func handleEvents(_ client: MosquittoClient, _ conn: inout Conn, v5: Bool, run: LinkRun, verifier: inout SignatureVerifier?, stopping: Bool = false) -> SessionEnd? {
         let events = client.takeEvents()
         guard !events.isEmpty else { return nil }
         var arrivals: [Arrival] = []  // orders, cancels and malformed orders, in the broker's order
@@ -526,10 +447,8 @@ public final class MQTTLink: OrderLinking {
                     ackStore.with { $0.connectionStarted() }
                     conn.probeMids = []
                     let t = Monotonic.now()
-                    backoff.connected(now: t)
-                    shared.withLock { $0.connected = true; $0.statusChanged = true; $0.connectedAt = t }
-                    log.info("connected", ["server": url, "after": "\(fmt1(t - downSince))s", "protocol": v5 ? "MQTT 5" : "MQTT 3.1.1", "orders": topics.orders])
-                    onEvent(.connected(url))
+                    shared.withLock { $0.statusChanged = true; $0.connectedAt = t }
+                    run.connected(at: t, [("protocol", v5 ? "MQTT 5" : "MQTT 3.1.1"), ("orders", topics.orders)])
                 } else {
                     let g = granted.first ?? -1
                     end = .refused("the broker refused the subscription to \(topics.orders) (\(MosquittoClient.reasonText(g)), code \(g))",

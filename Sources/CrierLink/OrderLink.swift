@@ -27,7 +27,7 @@ public enum LinkEvent: Sendable, Equatable {
 /// `onEvent` (called on the link thread: hand them off, don't block); acks come back through
 /// `send`. With `server.key` set, unsigned, forged, stale and replayed orders are acked
 /// `rejected` here and never reach `onEvent`.
-public final class OrderLink: Sendable {
+public final class OrderLink: OrderLinking {
     public struct Options: Sendable {
         /// Seconds to wait for a TCP connect.
         public var connectTimeout = 5.0
@@ -52,77 +52,34 @@ public final class OrderLink: Sendable {
         public init() {}
     }
 
-    public let config: LinkConfig
-    public let deviceID: String
-    let log: Logger
-    let onEvent: @Sendable (LinkEvent) -> Void
     let options: Options
-    /// Acks until the server has them (docs/protocol.md, "Ack outbox").
-    public let ackStore: AckStore
-    private let ownsStore: Bool
 
+    /// What the next hello says about updates (`deviceChanged`).
     private struct Shared {
-        var connected = false
-        /// What the next hello says about updates (`deviceChanged`).
         var slot: String?
         var lastUpdate: String?
     }
     private let shared = Mutex(Shared())
-    private let thread = LinkThread(name: "crier-link")
-    private var wake: WakePipe { thread.wake }
-    /// Monotonic nanoseconds of the link thread's last loop: the supervisor's progress signal.
-    private let progressNs = Atomic<Int64>(0)
-
-    /// When the link thread last went round its loop (it never blocks longer than ~5 s except
-    /// inside a name lookup or connect).
-    public var lastProgress: Double { Double(progressNs.load(ordering: .relaxed)) / 1e9 }
-
-    private func tick() { progressNs.store(Int64(Monotonic.now() * 1e9), ordering: .relaxed) }
+    public let driver: LinkDriver
 
     public convenience init(config: LinkConfig, deviceID: String, log: Logger, onEvent: @escaping @Sendable (LinkEvent) -> Void) {
         self.init(config: config, deviceID: deviceID, log: log, options: Options(), onEvent: onEvent)
     }
 
     public init(config: LinkConfig, deviceID: String, log: Logger, options: Options, onEvent: @escaping @Sendable (LinkEvent) -> Void) {
-        self.config = config
-        self.deviceID = deviceID
-        self.log = log
         self.options = options
-        self.onEvent = onEvent
-        ownsStore = options.ackStore == nil
-        ackStore = options.ackStore ?? AckStore(path: nil, log: log, capacity: options.maxPendingAcks)
-        // An ack goes out once the file marks it written (write-ahead, AckOutbox): the file's
-        // write wakes the link to send it.
-        ackStore.onFileWritten { [wake] in wake.wake() }
-    }
-
-    /// Starts the link thread. Without a configured server it logs that and does nothing.
-    public func start() {
-        guard let server = config.server else {
-            log.notice("no order server configured; only local prompts will be spoken", ["hint": "set server = tcp://HOST:PORT in crier.conf"])
-            return
-        }
-        thread.start(log: log, prepare: {
-            if !server.isTLS && (config.ca != nil || !config.pins.isEmpty) {
+        driver = LinkDriver(threadName: "crier-link", config: config, deviceID: deviceID, log: log, backoff: options.backoff,
+                            ackStore: options.ackStore, maxPendingAcks: options.maxPendingAcks, onEvent: onEvent)
+        driver.bind(prepare: { [config, log] in
+            guard let server = config.server else { return }
+            if server.transport != .tls && (config.ca != nil || !config.pins.isEmpty) {
                 log.error("server.ca and server.pin only apply to tls:// servers; this link is NOT encrypted or verified",
                           ["server": server.description, "hint": "use server = tls://HOST:PORT in crier.conf"])
             }
             if config.key != nil {
                 log.info("signed orders required (server.key is set): unsigned or forged orders are rejected", ["server": server.description])
             }
-        }) { [self] in run(server) }
-    }
-
-    /// Asks the thread to end without waiting for it: for a link whose thread is stuck (in a
-    /// name lookup, say) and is being replaced by the supervisor.
-    public func abandon() {
-        thread.abandon()
-    }
-
-    /// Stops promptly (closing the connection) and joins the thread. Idempotent.
-    public func stop() {
-        thread.stop()
-        if ownsStore { ackStore.close() } else { ackStore.persist() }
+        }, session: { [self] in Session(link: self) })
     }
 
     /// Queues an ack; it goes out once (at once when connected, else after the next welcome),
@@ -131,7 +88,7 @@ public final class OrderLink: Sendable {
     /// `reply`: the answer to a server's cancel, sent even if this connection delivered it before.
     @discardableResult
     public func send(_ ack: Ack, reply: Bool = false) -> AckOutbox.Outcome {
-        let connected = isConnected
+        let connected = driver.isConnected
         let (outcome, dropped, count) = ackStore.with { o -> (AckOutbox.Outcome, Ack?, Int) in
             let r = o.offer(ack, reply: reply)
             // Connected: it goes out at once, so the file write that records the ack also marks
@@ -147,90 +104,52 @@ public final class OrderLink: Sendable {
         return outcome
     }
 
-    public var isConnected: Bool { shared.withLock { $0.connected } }
-
-    /// Said in the next connection's hello: the v1 protocol has one hello per connection (the
-    /// server also sees it in `crier status`).
-    public func deviceChanged(slot: String?, lastUpdate: String?) {
+    /// The slot and last update are said in the next connection's hello: the v1 protocol has
+    /// one hello per connection (the server also sees it in `crier status`). The volume is not
+    /// told to a v1 server.
+    public func deviceChanged(_ change: DeviceChange) {
+        guard case .update(let slot, let lastUpdate) = change else { return }
         shared.withLock { $0.slot = slot; $0.lastUpdate = lastUpdate }
     }
 
     /// Acks the server may not have yet (written or not).
     public var pendingAcks: Int { ackStore.count }
 
-    private var stopping: Bool { thread.stopping }
-
     // MARK: the link thread
 
-    private func run(_ server: ServerAddress) {
-        var backoff = options.backoff
-        var rng = SystemRandomNumberGenerator()
-        var lastProblem: String?
-        var downSince = Monotonic.now()
-        let url = server.description
-        // One for the link's life: replay memory must outlive a reconnect.
-        var verifier = config.key.map { SignatureVerifier(key: $0, mac: Crypto.hmacSHA256) }
-        log.info("link starting", ["server": url, "device": deviceID, "heartbeat": "\(ConfigValue.fmt(config.heartbeat))s"])
-        while !stopping {
-            tick()
-            let end = session(server, backoff: &backoff, downSince: downSince, verifier: &verifier)
-            if stopping { break }
-            let now = Monotonic.now()
-            switch end {
-            case .tlsFailed(let why):
-                let delay = backoff.nextDelay(using: &rng)
-                let retry = "\(fmt1(delay))s"
-                if why != lastProblem {
-                    log.error(why, ["server": url, "retry_in": retry,
-                                    "hint": "check the server certificate, server.ca and server.pin in crier.conf; the box never falls back to plain TCP"])
-                    lastProblem = why
-                } else {
-                    log.debug("TLS still failing", ["server": url, "error": why, "retry_in": retry, "attempt": backoff.attempt])
-                }
-                sleep(delay)
-            case .failedToConnect(let why), .refused(let why):
-                let delay = backoff.nextDelay(using: &rng)
-                let retry = "\(fmt1(delay))s"
-                if why != lastProblem {
-                    if case .refused = end {
-                        log.error("order server refused this box", ["server": url, "error": why, "retry_in": retry,
-                                                                     "hint": "check server.token and device.id in crier.conf"])
-                    } else {
-                        log.warning("cannot reach order server", ["server": url, "error": why, "retry_in": retry,
-                                                                   "hint": "check server in crier.conf and that the order server runs"])
-                    }
-                    lastProblem = why
-                } else {
-                    log.debug("still cannot reach order server", ["server": url, "error": why, "retry_in": retry, "attempt": backoff.attempt])
-                }
-                sleep(delay)
-            case .lost(let why):
-                backoff.disconnected(now: now)
-                downSince = now
-                lastProblem = nil
-                shared.withLock { $0.connected = false }
-                onEvent(.disconnected(reason: why))
-                let delay = backoff.nextDelay(using: &rng)
-                log.warning("connection lost", ["server": url, "reason": why, "retry_in": "\(fmt1(delay))s"])
-                sleep(delay)
-            }
-        }
-        if shared.withLock({ s in defer { s.connected = false }; return s.connected }) {
-            onEvent(.disconnected(reason: "stopped"))
-        }
-        log.info("link stopped", ["server": url])
-    }
+    /// The v1 transport's part of the driver: one TCP or TLS connection at a time.
+    private final class Session: LinkSession {
+        let link: OrderLink
+        /// One for the link's life: replay memory must outlive a reconnect.
+        var verifier: SignatureVerifier?
 
-    /// Waits `seconds` unless stopped; acks sent meanwhile just stay queued.
-    private func sleep(_ seconds: Double) {
-        let deadline = Monotonic.now() + seconds
-        var fds = [pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0)]
-        while !stopping {
-            tick()
-            let left = deadline - Monotonic.now()
-            if left <= 0 { return }
-            _ = poll(&fds, 1, Int32(min(left, 5) * 1000) + 1)
-            wake.drain()
+        init(link: OrderLink) {
+            self.link = link
+            verifier = link.config.key.map { SignatureVerifier(key: $0, mac: Crypto.hmacSHA256) }
+        }
+
+        func begin(_ run: LinkRun) -> [(String, String)]? {
+            [("heartbeat", "\(ConfigValue.fmt(link.config.heartbeat))s")]
+        }
+
+        func connect(_ run: LinkRun) -> LinkEnd {
+            guard let server = link.config.server else { return .broken }
+            switch link.session(server, run: run, verifier: &verifier) {
+            case .tlsFailed(let why):
+                return .failed(LinkFailure(key: why, level: .error, message: why, fields: [],
+                                           hint: "check the server certificate, server.ca and server.pin in crier.conf; the box never falls back to plain TCP",
+                                           again: ("TLS still failing", why, true)))
+            case .failedToConnect(let why):
+                return .failed(LinkFailure(key: why, level: .warning, message: "cannot reach order server", fields: [("error", why)],
+                                           hint: "check server in crier.conf and that the order server runs",
+                                           again: ("still cannot reach order server", why, true)))
+            case .refused(let why):
+                return .failed(LinkFailure(key: why, level: .error, message: "order server refused this box", fields: [("error", why)],
+                                           hint: "check server.token and device.id in crier.conf",
+                                           again: ("still cannot reach order server", why, true)))
+            case .lost(let why):
+                return .lost(LinkLoss(reason: why))
+            }
         }
     }
 
@@ -242,7 +161,7 @@ public final class OrderLink: Sendable {
         case lost(String)
     }
 
-    private func session(_ server: ServerAddress, backoff: inout ReconnectBackoff, downSince: Double, verifier: inout SignatureVerifier?) -> SessionEnd {
+    private func session(_ server: ServerAddress, run: LinkRun, verifier: inout SignatureVerifier?) -> SessionEnd {
         let addrs: [SocketAddress]
         switch SocketAddress.resolve(host: server.host, port: server.port) {
         case .success(let a): addrs = a
@@ -259,7 +178,7 @@ public final class OrderLink: Sendable {
         }
         guard fd >= 0 else { return .failedToConnect(lastError) }
         let transport: LinkTransport
-        if server.isTLS {
+        if server.transport == .tls {
             let ctx: TLSContext
             switch TLSContext.client(caFile: config.ca) {
             case .success(let c): ctx = c
@@ -397,11 +316,7 @@ public final class OrderLink: Sendable {
                     case .welcome where !welcomed:
                         welcomed = true
                         ackStore.with { $0.connectionStarted() }
-                        let t = Monotonic.now()
-                        backoff.connected(now: t)
-                        shared.withLock { $0.connected = true }
-                        log.info("connected", ["server": server.description, "after": "\(fmt1(t - downSince))s"])
-                        onEvent(.connected(server.description))
+                        run.connected(at: Monotonic.now())
                     case .welcome:
                         log.debug("repeated welcome ignored", [:])
                     case .error(let code, let msg):

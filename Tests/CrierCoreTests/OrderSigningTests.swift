@@ -150,8 +150,8 @@ struct OrderSigningTests {
 
         let r = ConfigParser().parse("server = tls://orders.example:7443\nserver.ca = /etc/crier/ca.pem\nserver.pin = \(pin)\nserver.key = 000102030405060708090a0b0c0d0e0f\n", file: "c.conf")
         #expect(r.diagnostics.isEmpty)
-        #expect(r.config.link.server == ServerAddress(scheme: "tls", host: "orders.example", port: 7443))
-        #expect(r.config.link.server?.isTLS == true)
+        #expect(r.config.link.server == ServerAddress(.tls, host: "orders.example", port: 7443))
+        #expect(r.config.link.server?.transport == .tls)
         #expect(r.config.link.ca == "/etc/crier/ca.pem")
         #expect(r.config.link.pins == [Array(repeating: 7, count: 32)])
         #expect(r.config.link.key == Array(0..<16))

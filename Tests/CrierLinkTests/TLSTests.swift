@@ -63,7 +63,7 @@ private func tlsServer(_ cert: String, lines: Lines, key: String? = nil) throws 
 
 private func tlsConfig(host: String = "localhost", port: Int, ca: String? = "ca", pins: [[UInt8]] = []) -> LinkConfig {
     var c = CrierConfig().link
-    c.server = ServerAddress(scheme: "tls", host: host, port: port)
+    c.server = ServerAddress(.tls, host: host, port: port)
     c.ca = ca.map { TestPKI.path($0 + ".pem") }
     c.pins = pins
     return c

@@ -6,32 +6,59 @@ public enum Lang: String, Sendable, CaseIterable, Hashable {
 /// `tcp://HOST:PORT` or `tls://HOST:PORT` (port 7700 when left out), or an MQTT broker:
 /// `mqtt://HOST:PORT` (1883) or `mqtts://HOST:PORT` (TLS, 8883); docs/protocol.md, "MQTT".
 public struct ServerAddress: Sendable, Equatable, CustomStringConvertible {
-    public var scheme: String
+    /// How the box talks to the server, parsed once from the scheme of `server = ...`; every
+    /// other place asks this, never the scheme's text.
+    public enum Transport: String, Sendable, CaseIterable {
+        /// Protocol v1 (NDJSON) over plain TCP.
+        case tcp
+        /// Protocol v1 over TLS.
+        case tls
+        /// An MQTT broker, plain.
+        case mqtt
+        /// An MQTT broker over TLS.
+        case mqtts
+
+        /// An MQTT broker (`mqtt://`, `mqtts://`) instead of a v1 order server.
+        public var isMQTT: Bool { self == .mqtt || self == .mqtts }
+        /// TLS from the first byte: `tls://` or `mqtts://`.
+        public var isEncrypted: Bool { self == .tls || self == .mqtts }
+        /// The port when the address leaves it out (MQTT's are IANA's).
+        public var defaultPort: Int {
+            switch self {
+            case .tcp, .tls: ServerAddress.defaultPort
+            case .mqtt: 1883
+            case .mqtts: 8883
+            }
+        }
+    }
+
+    public var transport: Transport
     public var host: String
     public var port: Int
 
     public static let defaultPort = 7700
-    /// The port of each scheme when the address leaves it out (MQTT's are IANA's).
-    public static let defaultPorts = ["tcp": defaultPort, "tls": defaultPort, "mqtt": 1883, "mqtts": 8883]
 
-    public init(scheme: String = "tcp", host: String, port: Int = defaultPort) {
-        self.scheme = scheme
+    public init(_ transport: Transport = .tcp, host: String, port: Int = defaultPort) {
+        self.transport = transport
         self.host = host
         self.port = port
     }
+
+    /// The scheme as written in the config (`tcp`, `tls`, `mqtt`, `mqtts`), for messages.
+    public var scheme: String { transport.rawValue }
 
     public init(parsing s: String) throws(ConfigValueError) {
         guard let sep = s.firstRange(of: "://") else {
             throw ConfigValueError("expected tcp://HOST:PORT, tls://HOST:PORT, mqtt://HOST:PORT or mqtts://HOST:PORT, got \(ConfigValue.shown(s))")
         }
         let scheme = String(s[..<sep.lowerBound]).lowercased()
-        guard let defaultPort = Self.defaultPorts[scheme] else {
+        guard let transport = Transport(rawValue: scheme) else {
             throw ConfigValueError("unsupported scheme \"\(scheme)\" (tcp://, tls://, mqtt:// or mqtts://), got \(ConfigValue.shown(s))")
         }
         var rest = s[sep.upperBound...]
         if rest.hasSuffix("/") { rest = rest.dropLast() }
         var host: String
-        var port = defaultPort
+        var port = transport.defaultPort
         if rest.hasPrefix("[") {  // [v6]:port
             guard let close = rest.firstIndex(of: "]") else { throw ConfigValueError("unclosed [ in \"\(s)\"") }
             host = String(rest[rest.index(after: rest.startIndex)..<close])
@@ -59,7 +86,7 @@ public struct ServerAddress: Sendable, Equatable, CustomStringConvertible {
                 throw ConfigValueError("expected a host name or address (letters, digits, . - _) in \"\(s)\"")
             }
         }
-        self.init(scheme: scheme, host: host, port: port)
+        self.init(transport, host: host, port: port)
     }
 
     /// DNS names and IPv4 addresses. Anything else (spaces, #, quotes, non-ASCII) could not be
@@ -84,12 +111,10 @@ public struct ServerAddress: Sendable, Equatable, CustomStringConvertible {
         host.contains(":") ? "\(scheme)://[\(host)]:\(port)" : "\(scheme)://\(host):\(port)"
     }
 
-    /// TLS under the v1 line protocol (`tls://`); see `isEncrypted` for MQTT's `mqtts://` too.
-    public var isTLS: Bool { scheme == "tls" }
     /// An MQTT broker (`mqtt://`, `mqtts://`) instead of a v1 order server.
-    public var isMQTT: Bool { scheme == "mqtt" || scheme == "mqtts" }
+    public var isMQTT: Bool { transport.isMQTT }
     /// TLS from the first byte: `tls://` or `mqtts://`.
-    public var isEncrypted: Bool { scheme == "tls" || scheme == "mqtts" }
+    public var isEncrypted: Bool { transport.isEncrypted }
 }
 
 /// How one language is spoken through espeak-ng.
