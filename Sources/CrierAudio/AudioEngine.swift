@@ -42,6 +42,8 @@ public struct AudioEngineConfig: Sendable {
     /// First retry delay after the device could not be opened; doubles up to `retryMax`.
     public var retryMin = 0.5
     public var retryMax = 5.0
+    /// SCHED_FIFO priority of the audio thread; 0: ordinary scheduling.
+    public var realtimePriority = 0
 
     public init(_ a: AudioConfig) {
         device = a.device
@@ -50,6 +52,7 @@ public struct AudioEngineConfig: Sendable {
         bufferMs = a.bufferMs
         fadeMs = a.fadeMs
         headroomDb = a.headroomDb
+        realtimePriority = a.realtimePriority
     }
 }
 
@@ -107,6 +110,7 @@ public final class AudioEngine: Sendable {
     /// speaker loop has nothing left to say: music ducks for the whole queue.
     private let duckRequested = Atomic<Bool>(false)
     private let musicSettings: MusicConfig
+    private let policyBox = Mutex<ThreadPolicy?>(nil)
 
     public init(config: AudioEngineConfig, log: Logger, music: MusicConfig = MusicConfig()) {
         self.config = config
@@ -141,6 +145,8 @@ public final class AudioEngine: Sendable {
         if let e = wake.failure { log.error("no wake-up pipe (\(e)); clips start up to one period late") }
         do {
             try PosixThread.detach(name: "crier-audio") { [self] in
+                let policy = RealtimeAudioThread.apply(priority: config.realtimePriority, log: log)
+                policyBox.withLock { $0 = policy }
                 var loop = Loop(engine: self)
                 loop.run()
                 threadExited.signal()
@@ -150,6 +156,9 @@ public final class AudioEngine: Sendable {
             log.error("cannot start the audio thread: \(error)")
         }
     }
+
+    /// The audio thread's scheduling policy; nil until the thread has started.
+    public var threadPolicy: ThreadPolicy? { policyBox.withLock { $0 } }
 
     /// Fades out whatever plays, writes a little silence, closes the device. Blocks until done.
     public func stop() {

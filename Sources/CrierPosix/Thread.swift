@@ -57,3 +57,40 @@ private func nameThisThread(_ name: String) {
     FileIO.writeAll(fd, name.utf8.prefix(15))
     close(fd)
 }
+
+/// The calling thread's scheduling policy (docs/audio.md, "Real-time priority").
+public enum ThreadScheduling {
+    /// Linux's SCHED_RESET_ON_FORK (not exported by Glibc's module): threads and processes this
+    /// thread creates start as SCHED_OTHER, so a worker thread the Swift runtime happens to start
+    /// from here, or a child process, never inherits the real-time policy.
+    static let resetOnFork: Int32 = 0x4000_0000
+
+    /// Puts the calling thread, and only it, at SCHED_FIFO `priority` (1...99). Throws the
+    /// kernel's refusal (EPERM: no privilege, RLIMIT_RTPRIO, seccomp or the RT group budget).
+    public static func setRealtime(priority: Int) throws(SystemError) {
+        var param = sched_param()
+        param.sched_priority = Int32(priority)
+        let rc = pthread_setschedparam(pthread_self(), Int32(SCHED_FIFO) | resetOnFork, &param)
+        guard rc == 0 else { throw SystemError("pthread_setschedparam SCHED_FIFO \(priority)", code: rc) }
+    }
+
+    /// (policy without flags, priority) of the calling thread, as the kernel holds them.
+    public static func current() -> (policy: Int32, priority: Int32) {
+        var policy: Int32 = 0
+        var param = sched_param()
+        guard pthread_getschedparam(pthread_self(), &policy, &param) == 0 else { return (-1, -1) }
+        return (policy & ~resetOnFork, param.sched_priority)
+    }
+}
+
+/// `EPERM`, `EINVAL`, … for the log; the number for the rest.
+public func errnoName(_ e: Int32) -> String {
+    switch e {
+    case EPERM: "EPERM"
+    case EINVAL: "EINVAL"
+    case EAGAIN: "EAGAIN"
+    case ENOSYS: "ENOSYS"
+    case ESRCH: "ESRCH"
+    default: "errno \(e)"
+    }
+}

@@ -192,7 +192,10 @@ public enum SayCommand {
                 return ExitCode.failure
             }
         }
-        let engine = AudioEngine(config: AudioEngineConfig(config.audio), log: ctx.hub.logger("audio"))
+        // A one-off from a shell: ordinary scheduling, no real-time refusal to log.
+        var engineConfig = AudioEngineConfig(config.audio)
+        engineConfig.realtimePriority = 0
+        let engine = AudioEngine(config: engineConfig, log: ctx.hub.logger("audio"))
         engine.start()
         defer { engine.stop() }
         let clip: Clip

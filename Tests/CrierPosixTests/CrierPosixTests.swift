@@ -18,6 +18,39 @@ struct CrierPosixTests {
         #expect(!FileIO.exists(p + ".tmp"))
     }
 
+    /// SCHED_FIFO goes to the calling thread only; a thread it starts is SCHED_OTHER (reset on
+    /// fork). Without the privilege (not root, RLIMIT_RTPRIO 0) the refusal is EPERM, thrown.
+    @Test func realtimeIsForTheCallingThreadOnly() throws {
+        var limit = rlimit()
+        getrlimit(__rlimit_resource_t(14), &limit)  // RLIMIT_RTPRIO, not exported by Glibc's module
+        let allowed = geteuid() == 0 || limit.rlim_cur >= 20
+        let seen = Mutex<(Int32, Int32, Int32, SystemError?)>((-1, -1, -1, nil))
+        let t = try PosixThread(name: "rt-test") {
+            do throws(SystemError) {
+                try ThreadScheduling.setRealtime(priority: 20)
+            } catch {
+                seen.withLock { $0.3 = error }
+            }
+            let mine = sched_getscheduler(0)
+            let prio = ThreadScheduling.current().priority
+            let child = Mutex<Int32>(-1)
+            if let inner = try? PosixThread(name: "rt-child", { child.withLock { $0 = sched_getscheduler(0) } }) { inner.join() }
+            seen.withLock { $0.0 = mine; $0.1 = prio; $0.2 = child.withLock { $0 } }
+        }
+        t.join()
+        let (mine, prio, child, error) = seen.withLock { $0 }
+        if allowed {
+            #expect(error == nil)
+            #expect(mine == Int32(SCHED_FIFO) | 0x4000_0000)  // the kernel reports the reset-on-fork flag
+            #expect(prio == 20)
+        } else {
+            #expect(error?.code == EPERM)
+            #expect(mine == Int32(SCHED_OTHER))
+        }
+        #expect(child == Int32(SCHED_OTHER))
+        #expect(sched_getscheduler(0) == Int32(SCHED_OTHER))
+    }
+
     @Test func writesAFifoDirectly() throws {
         let p = tempPath("fifo")
         defer { unlink(p) }

@@ -139,6 +139,8 @@ public struct AudioConfig: Sendable, Equatable {
     public var headroomDb = 3.0
     public var fadeMs = 5.0
     public var mixer = ""
+    /// SCHED_FIFO priority of the audio thread; 0: ordinary scheduling (docs/audio.md).
+    public var realtimePriority = ThreadPolicy.defaultPriority
 }
 
 public struct SpeechConfig: Sendable, Equatable {
@@ -374,6 +376,10 @@ extension CrierConfig {
                   doc: "Fade-in/out at every edge of speech and tones, in ms, so nothing clicks.",
                   apply: { c, v throws(ConfigValueError) in c.audio.fadeMs = try ConfigValue.number(v, 0...100) },
                   render: { ConfigValue.fmt($0.audio.fadeMs) }),
+        ConfigKey("audio.realtime_priority", section: "audio", default: String(ThreadPolicy.defaultPriority),
+                  doc: "SCHED_FIFO priority of the audio thread alone (1-99; keep it below 50, the kernel's interrupt threads); 0: ordinary scheduling. Needs LimitRTPRIO= in the unit; refused, it is logged once and audio runs as before.",
+                  apply: { c, v throws(ConfigValueError) in c.audio.realtimePriority = try ConfigValue.int(v, 0...99) },
+                  render: { String($0.audio.realtimePriority) }),
     ]
 
     static let speechKeys: [ConfigKey] = {

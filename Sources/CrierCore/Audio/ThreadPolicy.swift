@@ -1,0 +1,64 @@
+/// The scheduling policy the audio thread runs under, as `crier status` and the start log show
+/// it (docs/audio.md, "Real-time priority"): `SCHED_FIFO 30`, `SCHED_OTHER (off:
+/// audio.realtime_priority = 0)` or `SCHED_OTHER (real-time refused: …)`.
+public struct ThreadPolicy: Sendable, Equatable {
+    public enum Kind: String, Sendable {
+        /// Real-time: the thread runs before every ordinary thread of the box.
+        case fifo = "SCHED_FIFO"
+        /// The ordinary time-shared policy (with the unit's Nice=).
+        case other = "SCHED_OTHER"
+    }
+
+    public var kind: Kind
+    /// 1...99 for `.fifo`; 0 for `.other`.
+    public var priority: Int
+    /// Why the thread is not real-time; nil when it is.
+    public var detail: String?
+
+    public init(kind: Kind, priority: Int = 0, detail: String? = nil) {
+        self.kind = kind
+        self.priority = priority
+        self.detail = detail
+    }
+
+    /// The default of `audio.realtime_priority`: below the kernel's threaded interrupt handlers
+    /// (SCHED_FIFO 50), so the sound card's and the network's interrupts still run first, and
+    /// above every ordinary thread. squeezelite's `-p` defaults to 45 for its output thread.
+    public static let defaultPriority = 30
+
+    /// What came of asking for `requested` (0: not asked) when the kernel answered `errno`
+    /// (0: granted). `errnoName`/`errnoText` word the refusal (`EPERM`, `Operation not permitted`).
+    public static func outcome(requested: Int, errno: Int32, errnoName: String, errnoText: String) -> ThreadPolicy {
+        if requested <= 0 { return ThreadPolicy(kind: .other, detail: "off: audio.realtime_priority = 0") }
+        if errno == 0 { return ThreadPolicy(kind: .fifo, priority: requested) }
+        return ThreadPolicy(kind: .other, detail: "real-time refused: \(errnoName) \(errnoText)")
+    }
+
+    /// `SCHED_FIFO 30`, `SCHED_OTHER (real-time refused: EPERM Operation not permitted)`.
+    public var line: String {
+        switch kind {
+        case .fifo: "\(kind.rawValue) \(priority)"
+        case .other: kind.rawValue + (detail.map { " (\($0))" } ?? "")
+        }
+    }
+
+    /// The one log line at start. A refusal says what to change; nil for `.fifo` and `off`
+    /// (the status shows those; `audio thread: SCHED_FIFO 30` is logged at info by the caller).
+    public static func refusalAdvice(requested: Int, errno: Int32, errnoName: String) -> String? {
+        guard requested > 0, errno != 0 else { return nil }
+        let why: String
+        switch errnoName {
+        case "EPERM":
+            why = "not root and RLIMIT_RTPRIO below \(requested), RestrictRealtime=yes, a seccomp filter without sched_setscheduler, "
+                + "or a container or a kernel whose real-time group budget is 0"
+        case "EINVAL":
+            why = "the kernel does not accept SCHED_FIFO \(requested)"
+        default:
+            why = "the kernel refused it"
+        }
+        return "audio thread: real-time priority SCHED_FIFO \(requested) refused (\(errnoName): \(why)); "
+            + "running as SCHED_OTHER, first sound may be late on a busy box. "
+            + "Allow it with LimitRTPRIO=\(requested) and RestrictRealtime=no in the unit (board/systemd/crier.service does), "
+            + "or set audio.realtime_priority = 0 to silence this"
+    }
+}
