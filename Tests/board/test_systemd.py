@@ -147,6 +147,24 @@ def test_runtime_contract():
     assert one("ProtectSystem") == "strict"
 
 
+def test_realtime_is_allowed_for_the_audio_thread_and_bounded():
+    """crier sets SCHED_FIFO audio.realtime_priority on its audio thread itself (docs/audio.md):
+    the unit lets it (RLIMIT_RTPRIO at or above the default, below the kernel's interrupt
+    threads; sched_setscheduler through the filter) and nothing more (no process-wide policy,
+    setpriority/sched_setattr still filtered)."""
+    import sandbox
+    s = unit_settings()
+    one = lambda k: s[("Service", k)][-1]
+    default = int(re.search(r"^#? ?audio\.realtime_priority = (\d+)$", (ROOT / "board" / "crier.conf").read_text(), re.M).group(1))
+    assert default <= int(one("LimitRTPRIO")) < 50
+    assert one("RestrictRealtime") == "no"
+    for k in ("CPUSchedulingPolicy", "CPUSchedulingPriority"):
+        assert ("Service", k) not in s, "the whole process would be real-time"
+    allowed = sandbox.unit_syscalls(UNIT.read_text())
+    assert "sched_setscheduler" in allowed
+    assert not allowed & {"setpriority", "sched_setattr", "sched_setparam", "nice", "setrlimit", "sched_setaffinity"}
+
+
 def test_device_names_exist_in_the_kernel_list():
     """char-NAME in DeviceAllow= must be a driver name from /proc/devices on a Pi kernel;
     a typo would silently allow nothing. These are the names of Linux's char drivers."""
