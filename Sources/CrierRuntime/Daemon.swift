@@ -959,6 +959,7 @@ public actor Daemon {
                                                  since: Self.now() - w.since)
                                   })
         snap.music = musicStatus()
+        snap.audioThread = engine.threadPolicy
         if let u = update, !u.isEmpty { snap.update = u }
         return snap
     }

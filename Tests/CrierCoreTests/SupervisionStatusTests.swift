@@ -73,6 +73,18 @@ import Testing
             """)
     }
 
+    @Test func audioThreadPolicyInJSONAndText() {
+        var s = snapshot
+        #expect(!StatusFormat.json(s).contains("audio_thread"))
+        #expect(!StatusFormat.human(s).contains("audio thread"))
+        s.audioThread = ThreadPolicy(kind: .fifo, priority: 30)
+        #expect(StatusFormat.json(s).hasSuffix(#""wifi":null,"audio_thread":{"policy":"SCHED_FIFO","priority":30,"detail":null}}"#))
+        #expect(StatusFormat.human(s).contains("queue: 1 waiting\naudio thread: SCHED_FIFO 30\ncomponents:\n"))
+        s.audioThread = ThreadPolicy(kind: .other, detail: "real-time refused: EPERM Operation not permitted")
+        #expect(StatusFormat.json(s).hasSuffix(#""audio_thread":{"policy":"SCHED_OTHER","priority":0,"detail":"real-time refused: EPERM Operation not permitted"}}"#))
+        #expect(StatusFormat.human(s).contains("audio thread: SCHED_OTHER (real-time refused: EPERM Operation not permitted)\n"))
+    }
+
     @Test func systemdStatusLine() {
         #expect(StatusFormat.systemdLine(snapshot) == "link down; volume 6/10 muted; 1 queued; down: link")
         var ok = snapshot

@@ -25,6 +25,8 @@ public struct StatusSnapshot: Sendable, Equatable {
     /// Slots and updates; nil on a box not booted through the A/B boot script with no update
     /// records (a development machine).
     public var update: UpdateStatus?
+    /// The audio thread's scheduling (docs/audio.md); nil before the thread has started.
+    public var audioThread: ThreadPolicy?
 
     public init(version: String, deviceID: String, time: WallTime, uptime: Double, components: [ComponentStatus],
                 link: LinkStatus, lastError: LogRecord? = nil, volume: Int, volumeMax: Int, muted: Bool,
@@ -200,6 +202,11 @@ public enum StatusFormat {
                 ("ducked", .bool(m.ducked)),
             ]))))
         }
+        if let p = s.audioThread {
+            fields.append(("audio_thread", .object(JSONObject([
+                ("policy", .string(p.kind.rawValue)), ("priority", int(p.priority)), ("detail", str(p.detail)),
+            ]))))
+        }
         // A separate object after the rest: crier-mark-good reads `"link": {"state": …` as it is.
         if let u = s.update { fields.append(("update", u.json())) }
         let o = JSONObject(fields)
@@ -230,6 +237,7 @@ public enum StatusFormat {
         out += "volume: \(s.volume)/\(s.volumeMax)\(s.muted ? " (muted)" : "")\n"
         out += "queue: \(s.queueLength) waiting\n"
         if let m = s.music { out += "music: \(m.line)\n" }
+        if let p = s.audioThread { out += "audio thread: \(p.line)\n" }
         if let u = s.update { out += u.human() }
         out += "components:\n"
         let width = s.components.map(\.name.count).max() ?? 0
