@@ -3,7 +3,7 @@
 # and writes docs/benchmarks.md. A benchmark, not a test: it prints, and exits non-zero only if
 # something broke (never because of a time).
 #
-#   scripts/bench.sh [--quick] [--vm auto|on|off] [--only firstsound,textpath,latency,idle,start,reconnect,peermem,burst,static,alerts,vm,vmfirstsound]
+#   scripts/bench.sh [--quick] [--vm auto|on|off] [--firstsound-n N] [--only firstsound,firstsoundload,textpath,latency,idle,start,reconnect,peermem,burst,static,alerts,vm,vmfirstsound]
 #   scripts/bench.sh --only mqtt      the MQTT fleet table (scripts/bench/mqtt_fleet.py), printed only
 #
 # Full run ≈ 19 min without the alerts step (100 latency orders each, 60 s idle, the VM idle and
@@ -16,7 +16,8 @@ source "$(dirname "$0")/env.sh"
 cd "$ROOT"
 
 need=()
-for pkg in socat alsa-utils espeak-ng espeak-ng-data procps time; do
+# stress-ng and sox: the load of the loaded first-sound step (docs/benchmarks.md)
+for pkg in socat alsa-utils espeak-ng espeak-ng-data procps time stress-ng sox; do
     dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
