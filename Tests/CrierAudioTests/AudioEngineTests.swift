@@ -43,6 +43,28 @@ import Testing
         #expect(log.lines.last?.contains("INFO audio: closed") == true)
     }
 
+    /// The audio thread asks for audio.realtime_priority on itself; the engine reports what it got.
+    @Test func theAudioThreadReportsItsSchedulingPolicy() async throws {
+        let wav = tempDir() + "/rt.wav"
+        let off = engine(fileDevice(wav), log: nil) { $0.realtimePriority = 0 }
+        #expect(off.threadPolicy == nil, "nothing before the thread starts")
+        off.start()
+        await waitWritten(off, atLeast: 480)
+        #expect(off.threadPolicy == ThreadPolicy(kind: .other, detail: "off: audio.realtime_priority = 0"))
+        off.stop()
+        let rt = engine(fileDevice(wav), log: nil) { $0.realtimePriority = 7 }
+        rt.start()
+        await waitWritten(rt, atLeast: 480)
+        var limit = rlimit()
+        getrlimit(__rlimit_resource_t(14), &limit)  // RLIMIT_RTPRIO
+        if geteuid() == 0 || limit.rlim_cur >= 7 {
+            #expect(rt.threadPolicy == ThreadPolicy(kind: .fifo, priority: 7))
+        } else {
+            #expect(rt.threadPolicy == ThreadPolicy(kind: .other, detail: "real-time refused: EPERM Operation not permitted"))
+        }
+        rt.stop()
+    }
+
     @Test func speechDoesNotWaitForTheIdlePeriod() async throws {
         let wav = tempDir() + "/out.wav"
         // A long idle period (200 ms): a clip must still start at once, not when the period ends.
