@@ -116,7 +116,7 @@ struct MusicSourceRulesTests {
 
     @Test("a real stream (up to 320 kbit/s, ICY stripped) is never given up, whatever the chunking")
     func realStreamsPass() {
-        var rng = SplitMix(seed: 31)
+        var rng = SplitMix64(seed: 31)
         for kbps in [32, 64, 128, 192, 256, 320] {
             var w = StreamWatch(limits: StreamWatch.Limits(junkBytes: 16 * 1024, firstAudioSeconds: 2, audioStallSeconds: 2), now: 0)
             let bytesPerFrame = Double(kbps) * 1000 / 8 * 1152 / 44100
@@ -184,17 +184,5 @@ struct MusicSourceRulesTests {
         #expect(summary.first?.formatted().contains("playing (repeated 290 times) rate=44100 channels=2 sample_file=/m/299.wav") == true, "\(summary)")
         // The daemon's own limiter is unchanged: file names a reason there.
         #expect(!RateLimiter().perItemFields.contains("file"))
-    }
-}
-
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -58,25 +58,37 @@ def when(crier, pattern):
 
 
 CONF = "status.on_start = off\nstatus.on_link_up = off\naudio.device = failing\naudio.buffer_ms = %d\n" % BUFFER_MS
+LOST = r"ERROR audio: .*keeping queued speech and reopening"
+BACK = r"INFO audio: opened .*after="
 
 
-def test_an_order_whose_end_was_queued_when_the_device_died_is_said_again_and_acked_once(box):
-    log = failing_device(box, "queued")
+def one_order(box, oid, mode, steps, debug=True, **device):
+    """One order said through a failing device made with `mode` (and `device`'s options); each
+    step is a log pattern to wait for or "ack" (the order's ack). Returns the exit code, the
+    daemon, the acks and the plugin's events."""
+    log = failing_device(box, mode, **device)
     srv = RawServer()
-    crier = run_crier(box, srv.port, CONF + "log.level = debug\n")
+    crier = run_crier(box, srv.port, CONF + ("log.level = debug\n" if debug else ""))
     try:
         c = connect(srv)
         acks = Acks(c)
         crier.wait_for(r"INFO audio: opened")
-        send_order(c, "LOSS-1", kind="new_customer", number=42)
-        crier.wait_for(r"ERROR audio: .*keeping queued speech and reopening", timeout=30)
-        acks.read_until(lambda a: a["id"] == "LOSS-1", timeout=30)
+        send_order(c, oid, kind="new_customer", number=42)
+        for step in steps:
+            if step == "ack":
+                acks.read_until(lambda a: a["id"] == oid, timeout=30)
+            else:
+                crier.wait_for(step, timeout=30)
         acks.drain(timeout=2)  # and nothing more comes
     finally:
         rc = crier.stop()
+    return rc, crier, acks, events(log)
+
+
+def test_an_order_whose_end_was_queued_when_the_device_died_is_said_again_and_acked_once(box):
+    rc, crier, acks, ev = one_order(box, "LOSS-1", "queued", [LOST, "ack"])
     assert rc == 0
     err = "\n".join(crier.lines())
-    ev = events(log)
     fails = [f for e, f in ev if e == "fail"]
     assert len(fails) == 1, ev
     f = fails[0]
@@ -105,7 +117,7 @@ def test_an_order_whose_end_was_queued_when_the_device_died_is_said_again_and_ac
     # Not acked when the device died: acked once, after the clip was played again in full on the
     # device that came back (as loud as the first time: said once more, not twice, not cut).
     assert acks.status("LOSS-1") == ["spoken"], err[-3000:]
-    assert acks.at("LOSS-1") > when(crier, r"INFO audio: opened .*after="), "acked before the device was back"
+    assert acks.at("LOSS-1") > when(crier, BACK), "acked before the device was back"
     assert sum(c["loud_frames"] for c in again) >= 0.95 * first["loud_frames"], ev
     assert sum(c["loud_frames"] for c in again) <= 1.05 * first["loud_frames"], ev
     assert len(re.findall(r"INFO alert: saying ids=LOSS-1 ", err)) == 1, err
@@ -115,27 +127,13 @@ def test_an_order_whose_end_was_queued_when_the_device_died_is_said_again_and_ac
 def test_a_device_that_dies_after_the_clip_had_played_leaves_the_ack_alone(box):
     """The control: the device dies 500 ms after the clip's last loud frame played. The order was
     acked `spoken` once when its end left the device, and nothing is said again."""
-    log = failing_device(box, "played", after_ms=500)
-    srv = RawServer()
-    crier = run_crier(box, srv.port, CONF)
-    try:
-        c = connect(srv)
-        acks = Acks(c)
-        crier.wait_for(r"INFO audio: opened")
-        send_order(c, "LOSS-2", kind="new_customer", number=42)
-        acks.read_until(lambda a: a["id"] == "LOSS-2", timeout=30)
-        crier.wait_for(r"ERROR audio: .*keeping queued speech and reopening", timeout=30)
-        crier.wait_for(r"INFO audio: opened .*after=", timeout=30)
-        acks.drain(timeout=2)
-    finally:
-        rc = crier.stop()
+    rc, crier, acks, ev = one_order(box, "LOSS-2", "played", ["ack", LOST, BACK], debug=False, after_ms=500)
     assert rc == 0
     err = "\n".join(crier.lines())
-    ev = events(log)
     fails = [f for e, f in ev if e == "fail"]
     assert len(fails) == 1 and fails[0]["why"] == "end_played" and fails[0]["unplayed_loud"] == 0, ev
     assert acks.status("LOSS-2") == ["spoken"]
-    assert acks.at("LOSS-2") < when(crier, r"ERROR audio: .*keeping queued speech and reopening")
+    assert acks.at("LOSS-2") < when(crier, LOST)
     assert "still queued" not in err
     closes = [f for e, f in ev if e == "close"]
     assert closes[0]["loud_frames"] > 0 and all(c["loud_frames"] == 0 for c in closes[1:]), ev
@@ -148,23 +146,9 @@ def test_a_device_that_dies_with_only_the_clips_silent_end_queued_does_not_say_i
     clip's last sound played, its silent end still queued: every word was heard, so the order is
     acked `spoken` once, at the failure, and not said again (a clip counts heard once its last
     audible frame has played). Before, it counted as not heard and was said a second time."""
-    log = failing_device(box, "tail", after_ms=120)
-    srv = RawServer()
-    crier = run_crier(box, srv.port, CONF + "log.level = debug\n")
-    try:
-        c = connect(srv)
-        acks = Acks(c)
-        crier.wait_for(r"INFO audio: opened")
-        send_order(c, "LOSS-3", kind="new_customer", number=42)
-        crier.wait_for(r"ERROR audio: .*keeping queued speech and reopening", timeout=30)
-        crier.wait_for(r"INFO audio: opened .*after=", timeout=30)
-        acks.read_until(lambda a: a["id"] == "LOSS-3", timeout=30)
-        acks.drain(timeout=2)
-    finally:
-        rc = crier.stop()
+    rc, crier, acks, ev = one_order(box, "LOSS-3", "tail", [LOST, BACK, "ack"], after_ms=120)
     assert rc == 0
     err = "\n".join(crier.lines())
-    ev = events(log)
     fails = [f for e, f in ev if e == "fail"]
     assert len(fails) == 1 and fails[0]["why"] == "sound_played" and fails[0]["unplayed_loud"] == 0, ev
     # Acked once (at the failure), nothing said again on the device that came back: what failed
