@@ -71,13 +71,19 @@ public struct VoicePackFolder: VoicePackSource {
         var out = [Float](repeating: 0, count: max(want, 0) * f.channels)
         var got = 0
         while got < want {
-            let n: Int
-            do {
-                n = try out.withUnsafeMutableBufferPointer { buf throws(SoundFile.Failure) in
-                    try f.read(into: UnsafeMutableBufferPointer(rebasing: buf[(got * f.channels)...]), frames: want - got)
+            // The failure leaves the closure as a value: Swift 6.0.3 (Debian 13) loses a typed
+            // throw through withUnsafeMutableBufferPointer's rethrows.
+            var failure: SoundFile.Failure?
+            let n: Int = out.withUnsafeMutableBufferPointer { buf in
+                do throws(SoundFile.Failure) {
+                    return try f.read(into: UnsafeMutableBufferPointer(rebasing: buf[(got * f.channels)...]), frames: want - got)
+                } catch {
+                    failure = error
+                    return 0
                 }
-            } catch {
-                throw VoicePackProblem(.broken, nil, "cannot decode it after \(got) frames: \(error.reason)")
+            }
+            if let failure {
+                throw VoicePackProblem(.broken, nil, "cannot decode it after \(got) frames: \(failure.reason)")
             }
             if n == 0 { break }
             got += n

@@ -34,7 +34,8 @@ struct DataReserveTests {
         #expect(sink.lines.contains { $0.contains("ERROR link: the data partition is full") && $0.contains("No space left on device") && $0.contains("hint=") })
         #expect(eventually(5) { !reserve.holdsAlerts }, "the reserve comes back by itself (the temp dir has room)")
         #expect(FileIO.exists(dir.file("crier.reserve")))
-        #expect(sink.lines.contains { $0.contains("NOTICE link: the data partition has room again") })
+        // Logged right after the state changes, on the reserve's thread: wait for it too.
+        #expect(eventually(5) { sink.lines.contains { $0.contains("NOTICE link: the data partition has room again") } })
         inbox.close()
         let back = InboxStore(path: path, log: log)
         #expect(back.takeReplay() == [order("a"), order("b")])
