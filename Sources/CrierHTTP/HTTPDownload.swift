@@ -169,7 +169,7 @@ public enum HTTPDownload {
                             sink.file.have = 0
                         }
                         sink.total = total
-                        if let t = total, let free = freeSpace(dir),
+                        if let t = total, let free = FileIO.freeSpace(dir),
                            let why = BundleDownload.spaceProblem(need: t - sink.file.have, free: free.bytes, reserve: options.reserveBytes, dir: dir) {
                             sink.problem = .fatal(why)
                             return false
@@ -185,7 +185,7 @@ public enum HTTPDownload {
                     return false
                 }
                 if sink.file.watch.mustMeasure(before: n) {
-                    if let f = freeSpace(dir) { sink.file.watch.measured(free: f.bytes, blockSize: f.block) }
+                    if let f = FileIO.freeSpace(dir) { sink.file.watch.measured(free: f.bytes, blockSize: f.block) }
                 }
                 if let why = sink.file.watch.admit(have: sink.file.have, n) {
                     sink.problem = .fatal(why)
@@ -262,13 +262,6 @@ public enum HTTPDownload {
     static func fileSize(_ p: String) -> Int64? {
         var st = stat()
         return stat(p, &st) == 0 ? Int64(st.st_size) : nil
-    }
-
-    /// What an unprivileged writer may still use (`f_bavail`), and the block size.
-    static func freeSpace(_ dir: String) -> (bytes: Int64, block: Int64)? {
-        var s = statvfs()
-        guard statvfs(dir.isEmpty ? "/" : dir, &s) == 0 else { return nil }
-        return (Int64(s.f_bavail) * Int64(s.f_frsize), Int64(s.f_frsize))
     }
 
     static func syncDir(_ dir: String) {

@@ -52,11 +52,7 @@ public final class DataReserve: Sendable {
     }
 
     /// Free bytes for crier (not root's share) on the data partition, or nil.
-    public static func freeBytes(_ dir: String) -> Int64? {
-        var s = statvfs()
-        guard statvfs(dir.isEmpty ? "/" : dir, &s) == 0 else { return nil }
-        return Int64(s.f_bavail) * Int64(s.f_frsize)
-    }
+    static func freeBytes(_ dir: String) -> Int64? { FileIO.freeSpace(dir)?.bytes }
 
     static func isNoSpace(_ code: Int32) -> Bool { code == ENOSPC || code == EDQUOT }
 

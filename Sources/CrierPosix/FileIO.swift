@@ -25,6 +25,14 @@ public enum FileIO {
         access(path, F_OK) == 0
     }
 
+    /// What an unprivileged writer may still use on the file system of `dir` (`f_bavail`, not
+    /// root's share), and its block size; nil when statvfs fails.
+    public static func freeSpace(_ dir: String) -> (bytes: Int64, block: Int64)? {
+        var s = statvfs()
+        guard statvfs(dir.isEmpty ? "/" : dir, &s) == 0 else { return nil }
+        return (Int64(s.f_bavail) * Int64(s.f_frsize), Int64(s.f_frsize))
+    }
+
     /// The whole file, or why not. Refuses more than `limit` bytes (a config on a FAT card
     /// should never be a disk image someone dropped there by mistake).
     public static func read(_ path: String, limit: Int = 16 << 20) throws(SystemError) -> [UInt8] {
