@@ -38,17 +38,38 @@ public struct MusicOpenPacer: Sendable, Equatable {
 public struct MusicRoundBackoff: Sendable, Equatable {
     public static let first = 5.0
     public static let limit = 60.0
-    public private(set) var next = MusicRoundBackoff.first
+    var wait = DoublingWait(first: MusicRoundBackoff.first, limit: MusicRoundBackoff.limit)
+    public var next: Double { wait.next }
 
     public init() {}
 
     /// The pause after a round; 0 when it played something.
     public mutating func roundEnded(played: Bool) -> Double {
         guard !played else {
-            next = Self.first
+            wait.reset()
             return 0
         }
-        defer { next = min(Self.limit, next * 2) }
+        return wait.take()
+    }
+}
+
+/// A wait that doubles each time it is taken, from `first` up to `limit`, and starts again at
+/// `first` on `reset` (the music's rounds and radio reconnects: each says when to reset).
+struct DoublingWait: Sendable, Equatable {
+    let first: Double
+    let limit: Double
+    private(set) var next: Double
+
+    init(first: Double, limit: Double) {
+        self.first = first
+        self.limit = limit
+        next = first
+    }
+
+    mutating func reset() { next = first }
+
+    mutating func take() -> Double {
+        defer { next = min(limit, next * 2) }
         return next
     }
 }
@@ -247,7 +268,7 @@ public struct StreamWatch: Sendable, Equatable {
         case .fine:
             return nil
         case .undecodable(let b, let a):
-            return "the server sent \(kib(b)) that do not decode as MP3\(ct)\(a > 0 ? " (\(fixed1(a)) s of audio among them)" : ""); is the URL an MP3 stream?"
+            return "the server sent \(kib(b)) that do not decode as MP3\(ct)\(a > 0 ? " (\(Format.fixed(a, 1)) s of audio among them)" : ""); is the URL an MP3 stream?"
         case .noAudio(let s, let b):
             return b == 0 ? "no audio \(Int(s.rounded())) s after connecting (the server sent nothing)"
                 : "no audio \(Int(s.rounded())) s after connecting (\(kib(b)) received\(ct): too slow or not MP3)"
@@ -257,7 +278,6 @@ public struct StreamWatch: Sendable, Equatable {
     }
 
     static func kib(_ b: Int) -> String { b < 1024 ? "\(b) bytes" : "\(b / 1024) KiB" }
-    static func fixed1(_ d: Double) -> String { String(Double(Int((d * 10).rounded())) / 10) }
 }
 
 /// Waits between radio connections: 1, 2, 4 … 30 s, back to 1 s once a connection has played
@@ -266,14 +286,14 @@ public struct StreamBackoff: Sendable, Equatable {
     public static let first = 1.0
     public static let limit = 30.0
     public static let resetAfter = 30.0
-    public private(set) var next = StreamBackoff.first
+    var wait = DoublingWait(first: StreamBackoff.first, limit: StreamBackoff.limit)
+    public var next: Double { wait.next }
 
     public init() {}
 
     /// The wait after a connection that played audio for `played` seconds.
     public mutating func failed(played: Double) -> Double {
-        if played >= Self.resetAfter { next = Self.first }
-        defer { next = min(Self.limit, next * 2) }
-        return next
+        if played >= Self.resetAfter { wait.reset() }
+        return wait.take()
     }
 }
