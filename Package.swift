@@ -6,6 +6,9 @@
 //   Crier<Adapter> one C library (or OS facility) each, thin
 //   CrierRuntime  composes the adapters into the daemon and the commands
 //   crier         the executable: argument parsing only
+//   CrierSim      the reference servers and the demo (order-sim, mqtt-fleet, demo), for
+//                 integrators and tests; never linked into `crier` (the box's binary)
+//   crier-sim     their executable (its own .deb, not on the box)
 import PackageDescription
 #if canImport(Glibc)
 import Glibc
@@ -42,6 +45,7 @@ let package = Package(
     name: "Crier",
     products: [
         .executable(name: "crier", targets: ["crier"]),
+        .executable(name: "crier-sim", targets: ["crier-sim"]),
     ],
     targets: [
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
@@ -76,6 +80,9 @@ let package = Package(
             "CrierMusicFile",
         ]),
         .executableTarget(name: "crier", dependencies: ["CrierRuntime", "CrierCore", "CrierPosix", "CrierLink"]),
+        // The reference order servers, the MQTT fleet bench and the demo: not in the box's binary.
+        .target(name: "CrierSim", dependencies: ["CrierRuntime", "CrierCore", "CrierPosix", "CrierLink", "CrierSystem", "CrierAudio", "CrierMosquitto"]),
+        .executableTarget(name: "crier-sim", dependencies: ["CrierSim", "CrierRuntime", "CrierCore", "CrierPosix", "CrierLink"]),
         // Benchmarks (scripts/bench.sh), apart from the tests: they print tables, never pass/fail.
         .executableTarget(name: "crier-textpath-bench", dependencies: ["CrierCore", "CrierPosix", "CrierSpeech"],
                           path: "Benchmarks/textpath"),
@@ -84,7 +91,7 @@ let package = Package(
         .testTarget(name: "CrierAudioTests", dependencies: ["CrierAudio", "CrierCore", "CrierPosix"]),
         .testTarget(name: "CrierSpeechTests", dependencies: ["CrierSpeech", "CrierCore", "CrierPosix"]),
         .testTarget(name: "CrierGPIOTests", dependencies: ["CrierGPIO", "CrierCore", "CrierPosix", "CGPIOD"], swiftSettings: gpiodSettings),
-        .testTarget(name: "CrierLinkTests", dependencies: ["CrierLink", "CrierCore", "CrierPosix", "CrierMosquitto"]),
+        .testTarget(name: "CrierLinkTests", dependencies: ["CrierLink", "CrierSim", "CrierCore", "CrierPosix", "CrierMosquitto"]),
         .testTarget(name: "CrierSystemTests", dependencies: ["CrierSystem", "CrierCore", "CrierPosix"]),
         .testTarget(name: "CrierPosixTests", dependencies: ["CrierPosix"]),
         .testTarget(name: "CrierMusicTests", dependencies: ["CrierMusic", "CrierMusicFile", "CrierAudio", "CrierCore", "CrierPosix"]),

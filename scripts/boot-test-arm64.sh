@@ -33,7 +33,8 @@
 #   - the USB audio device as an ALSA card in the guest; the probe plays a 1 kHz tone on it
 #     (speaker-test) and the host's capture must hold it (or, with crier, the order's speech)
 #   - with crier (image built with --deb): "runtime: ready" on the UART, an order from an
-#     in-guest `crier order-sim` spoken and acked, and the capture holds speech
+#     in-guest `crier-sim order-sim` (added to the test's copy from the crier-sim package, not
+#     shipped in the image) spoken and acked, and the capture holds speech
 # Then QEMU is stopped (SIGTERM, no shutdown: a power cut), the root partition must be byte for
 # byte unchanged and both ext4 file systems clean. Serial log kept as <image>.serial.log.
 # Env: BOOT_TIMEOUT (s, default 900), QEMU_OVERLAYS=0 (boot the dtb without config.txt's overlays).
@@ -249,12 +250,25 @@ if ((HAVE_CRIER)); then
     echo "device.id = qemu-raspi3b"
     echo "audio.device = default"; } > "$WORK/crier.conf"
   mcopy -o -i "$FAT" "$WORK/crier.conf" ::/crier.conf
-  # The order: an in-guest `crier order-sim` (the image's own binary) on the loopback that types
-  # ONE order (42) once crier has connected, so "order -> spoken" is the speaking path alone and
-  # not crier's start; every line it prints is stamped with the guest's uptime.
+  # The order: an in-guest `crier-sim order-sim` on the loopback that types ONE order (42) once
+  # crier has connected, so "order -> spoken" is the speaking path alone and not crier's start;
+  # every line it prints is stamped with the guest's uptime. crier-sim is not in the image (the
+  # box ships crier only, issue 32): this test's copy gets the arm64 crier-sim of the image's
+  # crier version from its package, which scripts/build-deb.sh --target trixie-arm64 (run by
+  # build-image.sh --arch arm64) leaves beside crier's (CRIER_SIM_DEB names another).
+  ver="$(debugfs -R "cat /var/lib/dpkg/status" "$EXT" 2>/dev/null |
+    awk '/^Package: / { p = ($2 == "crier") } p && /^Version: / { print $2; exit }')"
+  SIM_DEB="${CRIER_SIM_DEB:-$(dirname "$IMG")/crier-sim_${ver}_arm64.deb}"
+  [ -f "$SIM_DEB" ] || SIM_DEB="$ROOT/out/crier-sim_${ver}_arm64.deb"
+  [ -f "$SIM_DEB" ] || fail "no crier-sim package for the image's crier $ver ($SIM_DEB): build it with scripts/build-deb.sh --target trixie-arm64, or set CRIER_SIM_DEB"
+  dpkg-deb --fsys-tarfile "$SIM_DEB" | tar -xOf - ./usr/bin/crier-sim > "$WORK/crier-sim" ||
+    fail "$SIM_DEB holds no usr/bin/crier-sim"
+  add_file "$WORK/crier-sim" /usr/local/sbin/crier-sim
+  debugfs -w -R "sif /usr/local/sbin/crier-sim mode 0100755" "$EXT" >/dev/null 2>&1
+  say "test copy: crier-sim $ver from $(basename "$SIM_DEB") in /usr/local/sbin (not in the image itself)"
   cat > "$WORK/boot-order.sh" <<'EOF'
 #!/bin/sh
-# boot-test only (scripts/boot-test-arm64.sh): one order from crier order-sim after crier connects.
+# boot-test only (scripts/boot-test-arm64.sh): one order from crier-sim order-sim after crier connects.
 up() { cut -d' ' -f1 /proc/uptime; }
 fifo=/run/crier-boot-order.in log=/run/crier-boot-order.log
 rm -f "$fifo"; mkfifo "$fifo"; : > "$log"
@@ -264,7 +278,7 @@ rm -f "$fifo"; mkfifo "$fifo"; : > "$log"
   echo "crier-boot-order: sending order 42 at uptime $(up)"
   echo 42 >&3
   exec sleep 3600 ) &
-/usr/bin/crier order-sim --host 127.0.0.1 --port 7000 --every 0 --count 1 < "$fifo" 2>&1 |
+/usr/local/sbin/crier-sim order-sim --host 127.0.0.1 --port 7000 --every 0 --count 1 < "$fifo" 2>&1 |
   while IFS= read -r l; do echo "$l" >> "$log"; echo "crier-boot-order: [$(up)] $l"; done
 exit 0
 EOF
@@ -273,7 +287,7 @@ EOF
   debugfs -w -R "sif /usr/local/sbin/crier-boot-order mode 0100755" "$EXT" >/dev/null 2>&1
   cat > "$WORK/order-sim.service" <<'EOF'
 [Unit]
-Description=boot-test: an order server in the guest (crier order-sim), one order once crier connects
+Description=boot-test: an order server in the guest (crier-sim order-sim), one order once crier connects
 Before=crier.service
 [Service]
 Type=simple

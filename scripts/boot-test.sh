@@ -12,7 +12,7 @@
 #       device becomes a "file" PCM recording to /tmp; crier can then speak and ack "spoken".
 #     - test units: one prints the system state, one (first boot only) presses volume down
 #       through the FIFO so crier writes its state file.
-#  2. starts `crier order-sim` on the host loopback, boots the copy with the kernel/initrd of the
+#  2. starts `crier-sim order-sim` on the host loopback, boots the copy with the kernel/initrd of the
 #     build (IMAGE's .vmlinuz/.initrd/.cmdline), -nographic, serial console captured to a file,
 #     network ONLY -nic user,restrict=on,guestfwd=tcp:10.0.2.100:7000-... to 127.0.0.1:PORT
 #     (per connection through socat; BOOT_TEST_GUESTFWD=tcp for QEMU's single tcp chardev)
@@ -45,8 +45,8 @@
 # Exit 0 on success; otherwise non-zero with the whole serial log printed. The serial log is
 # kept next to the image as <image>.serial.log.
 # Env: BOOT_TIMEOUT (s, default 180), BOOT_TEST_UPDATE (1; 0: no boot 3; stream: RAUC streams),
-# CRIER_HOST_BIN (the host's crier for order-sim; default
-# .build/release/crier or .build/debug/crier), QEMU_SMP (default 2), QEMU_MEM (MiB, default 512),
+# CRIER_SIM_BIN (the host's crier-sim for order-sim; default the newer of
+# .build/release/crier-sim and .build/debug/crier-sim), QEMU_SMP (default 2), QEMU_MEM (MiB, default 512),
 # QEMU_TCG_THREAD (single; multi: a host thread per vCPU). A crash of the guest kernel stops the
 # wait at once and runs the whole test a second time (scripts/boot-guest-crash.sh).
 set -euo pipefail
@@ -306,15 +306,15 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 PORT=$(free_port)
 mkfifo "$WORK/orders"
 if ((HAVE_CRIER)); then
-  HOST_BIN="${CRIER_HOST_BIN:-}"
-  # The newer of the two builds: a release binary left from an older commit lacks options
-  # (--offer-update) this script uses.
+  # crier-sim (the order server is not in crier since issue 32). The newer of the two builds: a
+  # release binary left from an older commit lacks options (--offer-update) this script uses.
+  HOST_BIN="${CRIER_SIM_BIN:-}"
   if [ -z "$HOST_BIN" ]; then
-    for c in "$ROOT/.build/release/crier" "$ROOT/.build/debug/crier"; do
+    for c in "$ROOT/.build/release/crier-sim" "$ROOT/.build/debug/crier-sim"; do
       [ -x "$c" ] && { [ -z "$HOST_BIN" ] || [ "$c" -nt "$HOST_BIN" ]; } && HOST_BIN="$c"
     done
   fi
-  [ -n "$HOST_BIN" ] || fail "no host crier for order-sim: run 'swift build' (or set CRIER_HOST_BIN)"
+  [ -n "$HOST_BIN" ] || fail "no host crier-sim for order-sim: run 'swift build' (or set CRIER_SIM_BIN)"
   say "order server: $HOST_BIN order-sim --host 127.0.0.1 --port $PORT --every 0 ${OFFER_ARGS[*]}"
   # Its stdin is a FIFO held open read-write here (opening it read-only would block until a
   # writer appears); each line written to fd 4 is one order.

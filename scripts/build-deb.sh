@@ -20,6 +20,11 @@
 #   --fast         gzip -1 instead of xz -6: for tests (xz takes ~1 min for a 58 MB binary
 #                  on one core; the package is otherwise identical).
 #
+# Beside it, out/crier-sim_<version>_<arch>.deb: crier-sim (the reference order servers, the
+# MQTT fleet bench and the demo; docs/packaging.md) for integrators' machines and the tests,
+# never installed on a box. Its binary is the crier-sim beside crier's (built here, by
+# trixie-build.sh, or next to --binary PATH); none there: no crier-sim package, said on stderr.
+#
 # The package holds the binary, the systemd unit, sysusers/tmpfiles entries, the gpio udev
 # rule, systemd's watchdog drop-in, the example configs (crier.conf, asound.conf, config.txt)
 # and the docs. Depends are computed from the binary with dpkg-shlibdeps, plus the data the
@@ -72,6 +77,7 @@ if [ "$TARGET" != host ] && [ -z "$IN_ROOT" ]; then
     mkdir -p "$r/src" "$r/in" "$r/out" "$r/sdk"
     mount --bind -o ro "$src" "$r/src" && mount --bind "$out" "$r/out" || exit 97
     cp "$bin" "$r/tmp/crier" || exit 97
+    if [ -x "$(dirname "$bin")/crier-sim" ]; then cp "$(dirname "$bin")/crier-sim" "$r/tmp/crier-sim" || exit 97; fi
     [ -z "$sys" ] || mount --rbind "$sys" "$r/sdk" || exit 97
     exec chroot "$r" env -i HOME=/tmp PATH=/usr/bin:/bin LANG=C.UTF-8 "$@"
   ' sh "$BROOT/root" "$ROOT" "$BINARY" "$OUT" "$SYS" \
@@ -105,6 +111,7 @@ if [ -z "$BINARY" ]; then
   echo "== swift build -c release --static-swift-stdlib" >&2
   t0=$(date +%s)
   swift build -c release --static-swift-stdlib --product crier 2>&1 | tail -n 3 >&2
+  swift build -c release --static-swift-stdlib --product crier-sim 2>&1 | tail -n 1 >&2
   BINARY="$(swift build -c release --static-swift-stdlib --show-bin-path)/crier"
   echo "build-deb: release build took $(( $(date +%s) - t0 )) s" >&2
 fi
@@ -257,12 +264,58 @@ mkdir -p "$OUT"
 DEB="$OUT/crier_${VERSION}_${ARCH}.deb"
 dpkg-deb --root-owner-group "${COMPRESS[@]}" --build "$PKG" "$DEB" >/dev/null
 echo "build-deb: $DEB ($(du -k "$DEB" | cut -f1) KiB; Depends: $depends)" >&2
+
+# --- crier-sim: the integrators' package (never on a box) ------------------------------------
+SIMBIN="$(dirname "$BINARY")/crier-sim" SIMDEB=""
+if [ -x "$SIMBIN" ]; then
+  SP="$WORK/crier-sim"
+  SDOC="$SP/usr/share/doc/crier-sim"
+  install -d "$SP/DEBIAN" "$SP/usr/bin" "$SDOC" "$SP/usr/share/man/man1"
+  install -m 0755 "$SIMBIN" "$SP/usr/bin/crier-sim"
+  "$STRIP" --strip-unneeded --remove-section=.comment --remove-section=.note "$SP/usr/bin/crier-sim"
+  install -m 0644 "$B/debian/copyright" "$SDOC/copyright"
+  cp -p "$DOC/changelog.gz" "$SDOC/changelog.gz"   # the source package's changelog: both come from crier
+  gzip -9n < "$B/debian/crier-sim.1" > "$SP/usr/share/man/man1/crier-sim.1.gz"
+  printf 'Source: crier\n\nPackage: crier-sim\nArchitecture: any\n' > "$WORK/src/debian/control"
+  sshlibs="$(cd "$WORK/src" && dpkg-shlibdeps "${shlibdeps_opts[@]}" -O -e"$SP/usr/bin/crier-sim" 2>"$WORK/shlibdeps.err" | sed -n 's/^shlibs:Depends=//p')" ||
+    { cat "$WORK/shlibdeps.err" >&2; exit 1; }
+  cat > "$SP/DEBIAN/control" <<CONTROL
+Package: crier-sim
+Source: crier
+Version: $VERSION
+Architecture: $ARCH
+Maintainer: $maint
+Installed-Size: $(du -sk --exclude=DEBIAN "$SP" | cut -f1)
+Depends: $sshlibs, espeak-ng-data
+Section: sound
+Priority: optional
+Homepage: https://example.org/crier
+Description: reference order servers and demo for Crier kiosk speakers
+ crier-sim serves Crier's order protocol (TCP or TLS, signed orders) or
+ publishes orders to an MQTT broker, and prints every acknowledgement: what
+ integrators test their order server against. It also runs the MQTT fleet
+ benchmark and a demo (the order server plus the speaker runtime in one
+ process). It is not needed on a speaker: the crier package is the box.
+CONTROL
+  (cd "$SP" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | LC_ALL=C sort -z |
+    xargs -0 md5sum > DEBIAN/md5sums)
+  chmod 0644 "$SP/DEBIAN/control" "$SP/DEBIAN/md5sums"
+  find "$SP" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+  SIMDEB="$OUT/crier-sim_${VERSION}_${ARCH}.deb"
+  dpkg-deb --root-owner-group "${COMPRESS[@]}" --build "$SP" "$SIMDEB" >/dev/null
+  echo "build-deb: $SIMDEB ($(du -k "$SIMDEB" | cut -f1) KiB; the integrators' crier-sim, not for a box)" >&2
+else
+  echo "build-deb: no crier-sim beside $BINARY: no crier-sim package" >&2
+fi
+
 if [ -n "$IN_ROOT" ]; then
   # lintian clean: any error or warning fails the package (overrides, with reasons, are in
   # board/debian/lintian-overrides).
-  lint="$(lintian --fail-on error,warning --tag-display-limit 0 "$DEB" 2>&1)" && lrc=0 || lrc=$?
-  grep -v "^running with root privileges" <<<"$lint" >&2 || true
-  ((lrc == 0)) || { echo "build-deb: lintian failed" >&2; exit 1; }
-  echo "build-deb: lintian clean" >&2
+  for d in "$DEB" $SIMDEB; do
+    lint="$(lintian --fail-on error,warning --tag-display-limit 0 "$d" 2>&1)" && lrc=0 || lrc=$?
+    grep -v "^running with root privileges" <<<"$lint" >&2 || true
+    ((lrc == 0)) || { echo "build-deb: lintian failed on $(basename "$d")" >&2; exit 1; }
+    echo "build-deb: lintian clean: $(basename "$d")" >&2
+  done
 fi
 echo "$DEB"

@@ -11,6 +11,8 @@
 # Environment:
 #   CRIER_CACHE   cache dir (default /var/cache/crier-vm if writable, else REPO/.cache/vm)
 #   CRIER_BIN     crier binary used in the guest and on the host (default REPO/.build/debug/crier)
+#   CRIER_SIM_BIN crier-sim, the order server on the host (and in 8-wifi's guest); default: the
+#                 crier-sim beside CRIER_BIN (CRIER_HOST_BIN), else REPO/.build/debug/crier-sim
 #   CRIER_VM_KVM=1      use KVM instead of TCG (opt-in; does not work on the CI machines)
 #   CRIER_VM_VERBOSE=1  stream the guest console while it runs
 #   CRIER_VM_TIMEOUT    seconds before a VM run is killed (default 180)
@@ -242,7 +244,7 @@ main() {
   # reads its buttons through that API (its `buttons: reading ... libgpiod=V` line). For 2,
   # crier is the build against the bookworm-backports libgpiod 2 prefix (scripts/gpiod2-prefix.sh,
   # `swift build --scratch-path .build/gpiod2` with its PKG_CONFIG_PATH), and the guest (and
-  # the host's order-sim, the same binary) load libgpiod.so.3 from that prefix.
+  # the host's crier-sim from the same build) load libgpiod.so.3 from that prefix.
   case "${CRIER_VM_GPIOD:-}" in
     "" | 1) ;;
     2)

@@ -8,25 +8,25 @@ import Synchronization
 /// certificate, an optional SPKI pin. libmosquitto runs the handshake inside its loop and frees
 /// the connection when it fails, so the reason is recorded here, from OpenSSL's verify
 /// callback, for the link to log.
-final class MQTTTLSCheck: Sendable {
+package final class MQTTTLSCheck: Sendable {
     let host: String
     let pins: [[UInt8]]
     private let failure = Mutex<String?>(nil)
 
-    init(host: String, pins: [[UInt8]]) {
+    package init(host: String, pins: [[UInt8]]) {
         self.host = host
         self.pins = pins
     }
 
     func record(_ s: String) { failure.withLock { if $0 == nil { $0 = s } } }
     /// The first failure since the last call.
-    func take() -> String? { failure.withLock { f in defer { f = nil }; return f } }
+    package func take() -> String? { failure.withLock { f in defer { f = nil }; return f } }
 }
 
 /// The SSL_CTX handed to libmosquitto (MOSQ_OPT_SSL_CTX): TLS ≥ 1.2, verification with the
 /// host name set on the context's parameters, pins checked by the callback, and the box's own
 /// certificate when `mqtt.cert` is set. `check` must outlive the context (the link keeps both).
-func mqttTLSContext(config: LinkConfig, check: MQTTTLSCheck) -> Result<TLSContext, TLSFailure> {
+package func mqttTLSContext(config: LinkConfig, check: MQTTTLSCheck) -> Result<TLSContext, TLSFailure> {
     let c: TLSContext
     switch TLSContext.client(caFile: config.ca) {
     case .success(let ctx): c = ctx

@@ -3,7 +3,7 @@ import CrierPosix
 import Glibc
 
 /// Unix milliseconds, for ids that must differ across restarts.
-func wallMillis() -> Int64 { WallClock.now().unixMillis }
+package func wallMillis() -> Int64 { WallClock.now().unixMillis }
 
 /// `connection refused` (strerror, first letter lowered so it reads inside a sentence; it
 /// shadows CrierPosix's plain strerror text in this module, on purpose).
@@ -17,20 +17,20 @@ func errnoText(_ e: Int32) -> String {
 }
 
 /// A socket failure worded for the log: what was attempted and why it failed.
-struct SocketError: Error, Sendable, CustomStringConvertible {
-    var message: String
+package struct SocketError: Error, Sendable, CustomStringConvertible {
+    package var message: String
     init(_ message: String) { self.message = message }
-    var description: String { message }
+    package var description: String { message }
 }
 
 /// One resolved address (used only on the thread that resolved it).
-struct SocketAddress: CustomStringConvertible {
-    var storage = sockaddr_storage()
-    var length: socklen_t = 0
+package struct SocketAddress: CustomStringConvertible {
+    package var storage = sockaddr_storage()
+    package var length: socklen_t = 0
 
-    var family: Int32 { Int32(storage.ss_family) }
+    package var family: Int32 { Int32(storage.ss_family) }
 
-    var description: String {
+    package var description: String {
         var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
         var serv = [CChar](repeating: 0, count: Int(NI_MAXSERV))
         var s = storage
@@ -45,7 +45,7 @@ struct SocketAddress: CustomStringConvertible {
         return h.contains(":") ? "[\(h)]:\(p)" : "\(h):\(p)"
     }
 
-    init() {}
+    package init() {}
 
     init(raw: UnsafePointer<sockaddr>, length: socklen_t) {
         self.length = length
@@ -55,7 +55,7 @@ struct SocketAddress: CustomStringConvertible {
     }
 
     /// getaddrinfo, every time (DHCP and DNS change under a shop's box).
-    static func resolve(host: String, port: Int, passive: Bool = false) -> Result<[SocketAddress], SocketError> {
+    package static func resolve(host: String, port: Int, passive: Bool = false) -> Result<[SocketAddress], SocketError> {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -84,13 +84,13 @@ extension String {
     }
 }
 
-enum Sock {
-    static func setNonBlocking(_ fd: Int32) {
+package enum Sock {
+    package static func setNonBlocking(_ fd: Int32) {
         let flags = fcntl(fd, F_GETFL)
         _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
     }
 
-    static func setOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32) {
+    package static func setOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32) {
         var v = value
         _ = setsockopt(fd, level, name, &v, socklen_t(MemoryLayout<Int32>.size))
     }
@@ -143,7 +143,7 @@ enum Sock {
         return .success(fd)
     }
 
-    enum ReadResult {
+    package enum ReadResult {
         case data(Int)
         case wouldBlock
         case eof

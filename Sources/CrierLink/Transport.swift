@@ -6,7 +6,7 @@ import Glibc
 /// The byte stream under protocol lines: a plain TCP socket, or TLS (OpenSSL) over one. Both
 /// are non-blocking; the owner polls `fd` for `pollEvents` and calls `read`/`flush`. Used on one
 /// thread only.
-protocol LinkTransport: AnyObject {
+package protocol LinkTransport: AnyObject {
     var fd: Int32 { get }
     /// As much as is available now, up to the buffer's size.
     func read(into buf: inout [UInt8]) -> Sock.ReadResult
@@ -19,15 +19,15 @@ protocol LinkTransport: AnyObject {
     func close()
 }
 
-final class PlainTransport: LinkTransport {
-    let fd: Int32
+package final class PlainTransport: LinkTransport {
+    package let fd: Int32
     private var closed = false
-    init(fd: Int32) { self.fd = fd }
-    func read(into buf: inout [UInt8]) -> Sock.ReadResult { Sock.read(fd, into: &buf) }
-    func flush(_ out: inout [UInt8]) -> String? { Sock.flush(fd, &out) }
-    func pollEvents(hasOutput: Bool) -> Int16 { Int16(POLLIN) | (hasOutput ? Int16(POLLOUT) : 0) }
-    var hasBufferedInput: Bool { false }
-    func close() {
+    package init(fd: Int32) { self.fd = fd }
+    package func read(into buf: inout [UInt8]) -> Sock.ReadResult { Sock.read(fd, into: &buf) }
+    package func flush(_ out: inout [UInt8]) -> String? { Sock.flush(fd, &out) }
+    package func pollEvents(hasOutput: Bool) -> Int16 { Int16(POLLIN) | (hasOutput ? Int16(POLLOUT) : 0) }
+    package var hasBufferedInput: Bool { false }
+    package func close() {
         guard !closed else { return }
         closed = true
         Glibc.close(fd)
@@ -36,19 +36,19 @@ final class PlainTransport: LinkTransport {
 }
 
 /// A TLS failure worded for the log, with what to check.
-struct TLSFailure: Error, Sendable, CustomStringConvertible {
+package struct TLSFailure: Error, Sendable, CustomStringConvertible {
     /// The certificate was refused (or the pin did not match): a configuration or attack
     /// problem, not a network one.
     var verification: Bool
-    var message: String
-    var description: String { message }
+    package var message: String
+    package var description: String { message }
 }
 
 /// Settings shared by every connection of one side (an `SSL_CTX`).
-final class TLSContext: @unchecked Sendable {
+package final class TLSContext: @unchecked Sendable {
     // @unchecked: an SSL_CTX is safe to share once configured (OpenSSL locks it internally);
     // it is never changed after init.
-    let ctx: OpaquePointer
+    package let ctx: OpaquePointer
 
     private init(_ ctx: OpaquePointer) { self.ctx = ctx }
     deinit { SSL_CTX_free(ctx) }
@@ -73,8 +73,8 @@ final class TLSContext: @unchecked Sendable {
         return .success(c)
     }
 
-    /// The server side (`crier order-sim --tls-cert F --tls-key F`).
-    static func server(certFile: String, keyFile: String) -> Result<TLSContext, TLSFailure> {
+    /// The server side (`crier-sim order-sim --tls-cert F --tls-key F`).
+    package static func server(certFile: String, keyFile: String) -> Result<TLSContext, TLSFailure> {
         ignoreSIGPIPE()
         guard let ctx = SSL_CTX_new(TLS_server_method()) else {
             return .failure(TLSFailure(verification: false, message: "cannot create a TLS context: \(opensslErrors())"))
@@ -132,8 +132,8 @@ func opensslErrors() -> String {
     return parts.isEmpty ? "unknown TLS error" : parts.joined(separator: "; ")
 }
 
-final class TLSTransport: LinkTransport {
-    let fd: Int32
+package final class TLSTransport: LinkTransport {
+    package let fd: Int32
     private let ssl: OpaquePointer
     private let context: TLSContext
     private(set) var handshakeDone = false
@@ -152,7 +152,7 @@ final class TLSTransport: LinkTransport {
     }
 
     /// The server's end of an accepted socket; the handshake runs inside `read`.
-    static func accepting(fd: Int32, context: TLSContext) -> TLSTransport? {
+    package static func accepting(fd: Int32, context: TLSContext) -> TLSTransport? {
         guard let ssl = SSL_new(context.ctx) else { return nil }
         SSL_set_fd(ssl, fd)
         SSL_set_accept_state(ssl)
@@ -321,7 +321,7 @@ final class TLSTransport: LinkTransport {
 
     // MARK: LinkTransport
 
-    func read(into buf: inout [UInt8]) -> Sock.ReadResult {
+    package func read(into buf: inout [UInt8]) -> Sock.ReadResult {
         if !handshakeDone {
             switch step() {
             case .done: break
@@ -359,7 +359,7 @@ final class TLSTransport: LinkTransport {
         return .data(total)
     }
 
-    func flush(_ out: inout [UInt8]) -> String? {
+    package func flush(_ out: inout [UInt8]) -> String? {
         guard handshakeDone else { return nil }  // queued until the handshake is done
         while !out.isEmpty {
             ERR_clear_error()
@@ -380,7 +380,7 @@ final class TLSTransport: LinkTransport {
         return nil
     }
 
-    func pollEvents(hasOutput: Bool) -> Int16 {
+    package func pollEvents(hasOutput: Bool) -> Int16 {
         if !handshakeDone {
             // SSL_want: what the last step was waiting for.
             return SSL_want(ssl) == SSL_WRITING ? Int16(POLLOUT) : Int16(POLLIN)
@@ -388,9 +388,9 @@ final class TLSTransport: LinkTransport {
         return Int16(POLLIN) | (hasOutput || wantWriteForRead ? Int16(POLLOUT) : 0)
     }
 
-    var hasBufferedInput: Bool { handshakeDone && SSL_pending(ssl) > 0 }
+    package var hasBufferedInput: Bool { handshakeDone && SSL_pending(ssl) > 0 }
 
-    func close() {
+    package func close() {
         guard !closed else { return }
         closed = true
         if handshakeDone {

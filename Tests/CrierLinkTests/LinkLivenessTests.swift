@@ -4,6 +4,7 @@ import Glibc
 import Synchronization
 import Testing
 @testable import CrierLink
+@testable import CrierSim
 
 /// Issue 13, item 7: liveness is "I have heard from the peer", whatever this side sends, and
 /// acks survive a connection that dies under them. Hand-driven servers misbehave on purpose.

@@ -3,6 +3,7 @@ import CrierPosix
 import Glibc
 import Synchronization
 @testable import CrierLink
+@testable import CrierSim
 
 /// Polls `condition` until it holds or `timeout` passes. Real sockets and threads are under
 /// test here, so waiting on the wall clock is the point; the deadline keeps failures quick.

@@ -3,6 +3,7 @@ import CrierPosix
 import Glibc
 import Testing
 @testable import CrierLink
+@testable import CrierSim
 
 @Suite("OrderLink against a raw socket server", .serialized)
 struct OrderLinkRawTests {

@@ -4,6 +4,7 @@ import Glibc
 import Synchronization
 import Testing
 @testable import CrierLink
+@testable import CrierSim
 
 @Suite("OrderLink against OrderServer", .serialized)
 struct OrderServerTests {

@@ -2,6 +2,7 @@ import CrierCore
 import Glibc
 import Testing
 @testable import CrierLink
+@testable import CrierSim
 
 private let key: [UInt8] = Array(0..<32)
 

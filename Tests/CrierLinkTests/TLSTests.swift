@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Testing
 @testable import CrierLink
+@testable import CrierSim
 
 /// A throwaway PKI made with the `openssl` CLI (OpenSSL 3.0: `openssl ca -startdate/-enddate`
 /// backdates the expired certificate; `req -x509 -days` cannot go negative):

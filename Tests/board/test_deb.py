@@ -48,7 +48,8 @@ def deb(tmp_path_factory):
     print("\n  build-deb.sh%s: %.1f s -> %s (%d KiB)" % (
         "" if binary else " (with its own release build)", took, path,
         os.path.getsize(path) // 1024))
-    return {"path": path, "binary": binary, "log": r.stderr}
+    sim = os.path.join(os.path.dirname(path), os.path.basename(path).replace("crier_", "crier-sim_", 1))
+    return {"path": path, "binary": binary, "log": r.stderr, "sim": sim if os.path.exists(sim) else None}
 
 
 def field(deb, name):
@@ -143,6 +144,37 @@ def test_contents(deb):
         assert path in c, "%s missing from the .deb" % path
         assert c[path] == (mode, "root/root"), (path, c[path])
     assert not [p for p in c if p.startswith("/etc/")], "nothing in /etc: no conffiles to merge"
+
+
+def test_the_box_package_carries_crier_only(deb, tmp_path):
+    """Issue 32: the reference servers, the fleet bench and the demo are crier-sim's, a package
+    of its own; the box's package has one program and none of their code linked in."""
+    c = contents(deb)
+    assert [p for p in c if p.startswith("/usr/bin/")] == ["/usr/bin/crier"]
+    assert not [p for p in c if "crier-sim" in p]
+    subprocess.run(["dpkg-deb", "-x", deb["path"], str(tmp_path)], check=True)
+    data = (tmp_path / "usr/bin/crier").read_bytes()
+    for name in (b"CrierSim", b"OrderServerConfig", b"MQTTOrderSim", b"MQTTFleetOptions"):
+        assert name not in data, "%s is linked into the box's crier" % name.decode()
+
+
+def test_crier_sim_package(deb, tmp_path):
+    """out/crier-sim_<version>_<arch>.deb beside crier's: crier-sim, its man page, lintian clean."""
+    if not deb["sim"]:
+        pytest.skip("no crier-sim beside the crier binary packaged: no crier-sim package (%s)" % deb["log"][-300:])
+    assert field({"path": deb["sim"]}, "Package") == "crier-sim"
+    assert field({"path": deb["sim"]}, "Version") == field(deb, "Version")
+    assert "espeak-ng-data" in field({"path": deb["sim"]}, "Depends")
+    c = contents({"path": deb["sim"]})
+    for path in ("/usr/bin/crier-sim", "/usr/share/man/man1/crier-sim.1.gz", "/usr/share/doc/crier-sim/copyright"):
+        assert path in c, "%s missing from crier-sim's .deb" % path
+    assert "/usr/bin/crier" not in c
+    subprocess.run(["dpkg-deb", "-x", deb["sim"], str(tmp_path)], check=True)
+    r = subprocess.run([str(tmp_path / "usr/bin/crier-sim"), "order-sim", "--help"], capture_output=True, text=True)
+    assert r.returncode == 0 and "usage: crier-sim order-sim" in r.stdout, r.stdout + r.stderr
+    r = subprocess.run(["lintian", "--no-tag-display-limit", deb["sim"]], capture_output=True, text=True)
+    bad = [l for l in (r.stdout + r.stderr).splitlines() if re.match(r"[EWX]: ", l)]
+    assert not bad, "\n".join(bad)
 
 
 def test_files_are_the_board_files(deb, tmp_path):

@@ -11,6 +11,10 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CRIER = os.path.abspath(os.environ.get("CRIER_BIN") or os.path.join(ROOT, ".build", "debug", "crier"))
+# The reference servers and the demo (`crier-sim order-sim`, `crier-sim demo`; not in the box's
+# binary since issue 32): CRIER_SIM_BIN, else the crier-sim beside CRIER_BIN (one `swift build`
+# makes both).
+SIM = os.path.abspath(os.environ.get("CRIER_SIM_BIN") or os.path.join(os.path.dirname(CRIER), "crier-sim"))
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The daemon end to end: `crier run` + `crier order-sim` (or a raw socket server) on loopback,
+"""The daemon end to end: `crier run` + `crier-sim order-sim` (or a raw socket server) on loopback,
 ALSA's file plugin as the sound card."""
 import json
 import os
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import CRIER, first_loud, read_wav, rms
+from conftest import CRIER, SIM, first_loud, read_wav, rms
 
 
 class Proc:
@@ -63,7 +63,7 @@ class Proc:
 
 
 def order_sim(*args, state=None):
-    a = [CRIER, "order-sim", "--host", "127.0.0.1", "--port", "0", "--every", "0", *args]
+    a = [SIM, "order-sim", "--host", "127.0.0.1", "--port", "0", "--every", "0", *args]
     if state:
         a += ["--state", state]
     p = Proc(a, stdin=True)
@@ -282,7 +282,7 @@ def test_server_killed_before_the_ack_then_restarted(box):
         crier.wait_for(r"INFO alert: queued id=" + re.escape(oid))
         sim.stop(signal.SIGKILL)  # dies while the alert is being said: the ack cannot reach it
         crier.wait_for(r"INFO alert: spoken id=" + re.escape(oid), timeout=20)
-        sim2 = Proc([CRIER, "order-sim", "--host", "127.0.0.1", "--port", str(port), "--every", "0",
+        sim2 = Proc([SIM, "order-sim", "--host", "127.0.0.1", "--port", str(port), "--every", "0",
                      "--state", state], stdin=True)
         try:
             sim2.wait_for(r"^ack id=%s status=spoken" % re.escape(oid), which="out", timeout=40)
@@ -302,9 +302,9 @@ def vmrss_kb(pid):
 
 
 def test_burst_of_10000_orders_every_id_acked(box):
-    sim = Proc([CRIER, "order-sim", "--host", "127.0.0.1", "--port", "0", "--rate", "100000", "--count", "10000",
+    sim = Proc([SIM, "order-sim", "--host", "127.0.0.1", "--port", "0", "--rate", "100000", "--count", "10000",
                 "--no-stdin", "--drain-timeout", "120"] if False else
-               [CRIER, "order-sim", "--host", "127.0.0.1", "--port", "0", "--rate", "100000", "--count", "10000",
+               [SIM, "order-sim", "--host", "127.0.0.1", "--port", "0", "--rate", "100000", "--count", "10000",
                 "--no-stdin"])
     line = sim.wait_for(r"^listening addr=", which="out")[0]
     port = int(line.rsplit(":", 1)[1].split()[0])

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import CRIER, read_wav, rms
+from conftest import CRIER, SIM, read_wav, rms
 from test_daemon import Proc, crier_run, order_sim
 
 
@@ -164,7 +164,7 @@ def test_spoken_while_the_server_was_down_then_restart_is_said_once_and_acked_on
 
     # Restart: the server comes back first, with its journal (the order is still unacked).
     os.unlink(box.capture)
-    sim2 = Proc([CRIER, "order-sim", "--host", "127.0.0.1",
+    sim2 = Proc([SIM, "order-sim", "--host", "127.0.0.1",
                  "--port", str(port), "--every", "0", "--state", state], stdin=True)
     try:
         sim2.wait_for(r"^listening addr=", which="out")

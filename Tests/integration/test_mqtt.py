@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import CRIER
+from conftest import CRIER, SIM
 from test_daemon import Proc
 
 MOSQUITTO = "/usr/sbin/mosquitto"
@@ -389,7 +389,7 @@ def test_order_sim_mqtt_publishes_orders_and_prints_each_ack_once(box, broker):
     crier = run_box(box)
     try:
         crier.wait_for(r"INFO link: connected")
-        r = subprocess.run([CRIER, "order-sim", "--mqtt", "mqtt://127.0.0.1:%d" % broker.port, "--device", "box1",
+        r = subprocess.run([SIM, "order-sim", "--mqtt", "mqtt://127.0.0.1:%d" % broker.port, "--device", "box1",
                             "--username", "admin", "--password", "adminpw", "--count", "5", "--rate", "5",
                             "--every", "0", "--no-stdin"], capture_output=True, text=True, timeout=120)
     finally:

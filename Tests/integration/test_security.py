@@ -1,4 +1,4 @@
-"""Hostile input end to end (docs/security.md): the real `crier run` against `crier order-sim`
+"""Hostile input end to end (docs/security.md): the real `crier run` against `crier-sim order-sim`
 with signed orders and TLS, and the synthesis deadline turning a runaway into a rejected ack."""
 import os
 import re

@@ -6,7 +6,7 @@ import signal
 import subprocess
 import time
 
-from conftest import CRIER, first_loud, read_wav
+from conftest import CRIER, SIM, first_loud, read_wav
 from test_daemon import Proc
 
 # What crier-mark-good's outcome() writes.
@@ -310,7 +310,7 @@ def test_an_outcome_recorded_while_connected_is_in_the_next_hello(box):
 
 
 def test_order_sim_offers_an_update_that_a_real_crier_installs(box):
-    """`crier order-sim --offer-update URL --offer-version V` (what the image boot test serves):
+    """`crier-sim order-sim --offer-update URL --offer-version V` (what the image boot test serves):
     the offer goes to every box after its hello; a box with update.allow_remote = on installs
     it (stand-in rauc) and asks for the reboot; the version it was offered is in the install."""
     from test_daemon import order_sim
@@ -341,7 +341,7 @@ def test_order_sim_refuses_an_offer_no_box_would_take():
     for args, want in ((["--offer-update", "ftp://h/b.raucb", "--offer-version", "1"], "not ftp://"),
                        (["--offer-update", "http://h/b.raucb", "--offer-version", "1 2"], "without spaces"),
                        (["--offer-update", "http://h/b.raucb"], "go together")):
-        r = subprocess.run([CRIER, "order-sim", "--no-stdin", "--port", "0", *args], capture_output=True, text=True, timeout=20)
+        r = subprocess.run([SIM, "order-sim", "--no-stdin", "--port", "0", *args], capture_output=True, text=True, timeout=20)
         assert r.returncode == 2 and want in r.stderr, (args, r.stderr)
 
 

@@ -55,7 +55,7 @@ def main():
     for kv in a.env:
         k, v = kv.split("=", 1)
         env[k] = v
-    sim = Proc([b.crier, "order-sim", "--host", "127.0.0.1", "--port", "0", "--every", "0"], stdin=True)
+    sim = Proc([b.sim, "order-sim", "--host", "127.0.0.1", "--port", "0", "--every", "0"], stdin=True)
     p = None
     try:
         port = int(sim.wait_for(r"^listening addr=", which="out")[0][1].rsplit(":", 1)[1].split()[0])

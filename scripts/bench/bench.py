@@ -316,9 +316,15 @@ def sample_idle(pid, seconds):
             "load": "%.2f→%.2f" % (l0, os.getloadavg()[0])}
 
 
+def sim_beside(crier):
+    """crier-sim (the order server; not in crier since issue 32) from the same build as crier."""
+    return os.path.join(os.path.dirname(crier), "crier-sim")
+
+
 class Bench:
     def __init__(self, crier, quick, work):
         self.crier = crier
+        self.sim = sim_beside(crier)
         self.quick = quick
         self.work = work
         self.results = {}
@@ -532,7 +538,7 @@ class Bench:
         env = self.env(d, "")
         kids = []
         try:
-            sim = Proc([self.crier, "order-sim", "--host", "127.0.0.1", "--port", "0", "--every", "0"], stdin=True)
+            sim = Proc([self.sim, "order-sim", "--host", "127.0.0.1", "--port", "0", "--every", "0"], stdin=True)
             kids.append(sim)
             port = int(sim.wait_for(r"^listening addr=", which="out")[0][1].rsplit(":", 1)[1].split()[0])
             conf = self.conf(d, port, "audio.device = null\nspeech.lang = en\nspeech.en.rate = 450\nqueue.max = %d\n" % (n + 50))
@@ -753,7 +759,7 @@ class Bench:
             return
         d = self.dir("static-idle")
         env = self.env(d, "")
-        sim = Proc([self.crier, "order-sim", "--host", "127.0.0.1", "--port", "0", "--every", "0", "--no-stdin"])
+        sim = Proc([self.sim, "order-sim", "--host", "127.0.0.1", "--port", "0", "--every", "0", "--no-stdin"])
         self.children.append(sim)
         port = int(sim.wait_for(r"^listening addr=", which="out")[0][1].rsplit(":", 1)[1].split()[0])
         p = self.crier_run(d, env, self.conf(d, port, "audio.device = null\n"), self.static_bin)
@@ -777,7 +783,7 @@ class Bench:
         binary = binary or self.crier
         d = self.dir(key)
         env = self.env(d, "")
-        sim = Proc([binary, "order-sim", "--host", "127.0.0.1", "--port", "0", "--rate", "100000",
+        sim = Proc([sim_beside(binary), "order-sim", "--host", "127.0.0.1", "--port", "0", "--rate", "100000",
                     "--count", str(n), "--no-stdin"])
         self.children.append(sim)
         port = int(sim.wait_for(r"^listening addr=", which="out")[0][1].rsplit(":", 1)[1].split()[0])
@@ -876,7 +882,7 @@ class Bench:
         d = self.dir("reconnect")
         env = self.env(d, "")
         state = os.path.join(d, "sim-state")
-        sim = Proc([self.crier, "order-sim", "--host", "127.0.0.1", "--port", "0", "--every", "0", "--state", state], stdin=True)
+        sim = Proc([self.sim, "order-sim", "--host", "127.0.0.1", "--port", "0", "--every", "0", "--state", state], stdin=True)
         port = int(sim.wait_for(r"^listening addr=", which="out")[0][1].rsplit(":", 1)[1].split()[0])
         conf = self.conf(d, port, "audio.device = null\n")
         p = self.crier_run(d, env, conf)
@@ -889,7 +895,7 @@ class Bench:
             sim.stop()
             time.sleep(1.0)  # the server is down for 1 s
             t_exec = mono_ns()
-            sim = Proc([self.crier, "order-sim", "--host", "127.0.0.1", "--port", str(port), "--every", "0",
+            sim = Proc([self.sim, "order-sim", "--host", "127.0.0.1", "--port", str(port), "--every", "0",
                         "--state", state], stdin=True)
             self.children.append(sim)
             t_listen = sim.wait_for(r"^listening addr=", which="out", timeout=20)[0][0]
@@ -1401,7 +1407,7 @@ guest. TCG emulation makes every CPU figure there ~100× a native one (docs/vm-t
 the ratio between the rows and the wakeup counts mean something.
 
 **Memory.** VmHWM (peak RSS) from `/proc/PID/status`. *Idle*: `crier run` connected to
-`crier order-sim`, null PCM, 3 s after the link came up. *After {a.get('n', 1000)} alerts*: the same
+`crier-sim order-sim`, null PCM, 3 s after the link came up. *After {a.get('n', 1000)} alerts*: the same
 process after {a.get('n', 1000)} text orders "a" typed into order-sim's stdin at once (English voice
 at rate 450, ~0.16 s each, `queue.max` raised so none is rejected), measured after the last ack
 `spoken` ({a.get('utterances', '?')} utterances in {a.get('seconds', 0):.0f} s; this step runs alongside the others, it is
@@ -1412,7 +1418,7 @@ and espeak's caches. *After the burst*: the burst process below.{mem_note}
 Peer: VmRSS of socat + the bash loop while waiting, and the peak RSS of one `espeak-ng` and one
 `aplay` (GNU time), which exist once per order.
 
-**Burst.** `crier order-sim --rate 100000 --count 10000 --no-stdin` (every order written at once)
+**Burst.** `crier-sim order-sim --rate 100000 --count 10000 --no-stdin` (every order written at once)
 against `crier run` with the settings of the project's burst test: `queue.max = 20`,
 `alert.coalesce_max = 20`, zh rate 450, null PCM. Time from order-sim's `device connected` line to
 its `done` line (every id acked: spoken, or rejected `queue_full`, which order-sim counts as
@@ -1424,7 +1430,7 @@ set to a datagram socket the benchmark binds: exec → `READY=1` if the daemon s
 `runtime: ready` log line on stderr; also exec → its hello at the order server. Peer: exec of
 peer.sh → its hello at the server. Each process is stopped (SIGTERM) before the next start.
 
-**Reconnect.** `crier run` connected to `crier order-sim --state F`; after the link has been up
+**Reconnect.** `crier run` connected to `crier-sim order-sim --state F`; after the link has been up
 11 s, order-sim is stopped (SIGTERM), left down 1 s, and started again on the same port; time
 from its `listening` line to its `device connected` line. That is Crier's reconnect backoff,
 not work: full jitter, a delay drawn from [0, 0.5 s × 2^attempt] capped at 30 s, reset only after

@@ -11,6 +11,9 @@ source "$REPO/scripts/vm/lib/guest-lib.sh"
 CRIER_VM_GPIOD=$(sed -n "s/^CRIER_VM_GPIOD='\(.*\)'$/\1/p" "$RESULTS/job.env")
 CRIER_VM_LD_LIBRARY_PATH=$(sed -n "s/^CRIER_VM_LD_LIBRARY_PATH='\(.*\)'$/\1/p" "$RESULTS/job.env")
 export CRIER_VM_GPIOD
+# crier-sim (the order server; 8-wifi runs it in the guest), over the repo share like CRIER_BIN
+CRIER_SIM_BIN=$(sed -n "s/^CRIER_SIM_BIN='\(.*\)'$/\1/p" "$RESULTS/job.env")
+export CRIER_SIM_BIN
 if [ -n "$CRIER_VM_LD_LIBRARY_PATH" ]; then export LD_LIBRARY_PATH=$CRIER_VM_LD_LIBRARY_PATH; fi
 if [ -n "$CRIER_VM_GPIOD" ] && [ -x "$CRIER_BIN" ]; then
   echo "crier-vm: libgpiod v$CRIER_VM_GPIOD: $(ldd "$CRIER_BIN" | grep -o 'libgpiod[^ ]* => [^ ]*' | tr '\n' ' ')" | tee "$RESULTS/gpiod.txt"

@@ -19,6 +19,17 @@ VMDIR = os.path.join(a.repo, "scripts", "vm")
 SC = os.path.join(VMDIR, "scenarios", a.scenario)
 cache = os.environ["CRIER_CACHE"]
 crier_bin = os.path.abspath(os.environ.get("CRIER_BIN", os.path.join(a.repo, ".build/debug/crier")))
+host_bin = os.path.abspath(os.environ.get("CRIER_HOST_BIN") or crier_bin)
+# The order server (`crier-sim order-sim`; not in crier since issue 32): CRIER_SIM_BIN, else
+# NAME-sim beside the host's crier (crier-sim; fake-crier-sim for the harness's stand-in), else
+# the debug build's.
+sim_bin = os.environ.get("CRIER_SIM_BIN") or host_bin + "-sim"
+if not os.environ.get("CRIER_SIM_BIN") and not os.access(sim_bin, os.X_OK):
+    sim_bin = os.path.join(a.repo, ".build/debug/crier-sim")
+sim_bin = os.path.abspath(sim_bin)
+if not os.access(sim_bin, os.X_OK):
+    print(f"vm-test: no crier-sim at {sim_bin} (swift build, or set CRIER_SIM_BIN): the order server will not start",
+          file=sys.stderr)
 # CRIER_VM_TIMEOUT if set; else the scenario's own "# vm-timeout: SECONDS" line; else 180.
 timeout = 180.0
 try:
@@ -67,6 +78,8 @@ if os.environ.get("CRIER_VM_WIFI_MODULES"):
 
 with open(os.path.join(res, "job.env"), "w") as f:
     f.write(f"SCENARIO='{a.scenario}'\nREPO='{a.repo}'\nCRIER_BIN='{crier_bin}'\n"
+            # crier-sim, for a scenario that runs the order server in the guest (8-wifi)
+            f"CRIER_SIM_BIN='{sim_bin}'\n"
             f"CRIER_VM_BUFFER_MS='{os.environ.get('CRIER_VM_BUFFER_MS', '400')}'\n"
             # the libgpiod API crier was built for (vm-test.sh's CRIER_VM_GPIOD) and, for v2,
             # where the guest finds libgpiod.so.3 (the bookworm-backports prefix, over 9p)
@@ -90,7 +103,7 @@ if os.path.exists(SC + ".host"):
     port = s.getsockname()[1]
     s.close()
     env = dict(os.environ, PORT=str(port), RUN=run, RESULTS=res, CRIER_BIN=crier_bin, REPO=a.repo,
-               CRIER_HOST_BIN=os.path.abspath(os.environ.get("CRIER_HOST_BIN") or crier_bin))
+               CRIER_HOST_BIN=host_bin, CRIER_SIM_BIN=sim_bin)
     host_err = open(os.path.join(run, "host.err"), "w")
     host_proc = subprocess.Popen(["bash", SC + ".host"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                  stderr=host_err, env=env, text=True, bufsize=1, start_new_session=True)

@@ -31,7 +31,7 @@ public enum OrderSigning {
         return out
     }
 
-    /// Adds `ts` and `sig` to a message object (the sender's side: `crier order-sim --key`).
+    /// Adds `ts` and `sig` to a message object (the sender's side: `crier-sim order-sim --key`).
     /// Sign at send time, every time: a redelivery gets a fresh `ts`.
     public static func sign(_ obj: JSONObject, ts: Int64, key: [UInt8], mac: MACFunction) -> JSONObject {
         var o = obj

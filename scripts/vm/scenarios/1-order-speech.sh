@@ -1,5 +1,5 @@
 # Scenario 1, order → speech: crier runs in the VM on hw:Loopback,0 and is connected to
-# `crier order-sim` on the host (1-order-speech.host). Once the loopback capture (hw:Loopback,1)
+# `crier-sim order-sim` on the host (1-order-speech.host). Once the loopback capture (hw:Loopback,1)
 # has been quiet for 1.5 s, the order "42" is sent (the capture helper writes it to the host
 # through the control port and notes the sample it was sent at); capture goes on until 1.5 s
 # after the speech ends (30 s at most).

@@ -3,7 +3,7 @@
 #     log one clear error naming the button and the line, keep the other buttons, retry every
 #     5 s (the NOTICE's tries=N > 1), take the line once gpiomon is killed (gpioinfo shows
 #     the consumer change) and then act on a press (the state file says muted=1).
-# (b) SIGKILL mid-alert: order "42" from `crier order-sim --state` on the host, crier killed
+# (b) SIGKILL mid-alert: order "42" from `crier-sim order-sim --state` on the host, crier killed
 #     with SIGKILL once it logs `alert: saying`, started again: the server redelivers the
 #     unacked order, which is spoken (captured: a cut-off burst, then one whole one) and acked
 #     `spoken` exactly once (host check on host.out); the second crier logs `alert: spoken` once.

@@ -1,7 +1,7 @@
 # Scenario 8, Wi-Fi (issue 19) against a real kernel: mac80211_hwsim with two radios, the box's
 # wlan0 in the root namespace and the access point's radio moved into the namespace "ap", so
 # every packet between them crosses the simulated air. In "ap": hostapd (WPA2-PSK, or with
-# CRIER_VM_WIFI_SAE=1 WPA3-SAE), busybox udhcpd, and `crier order-sim` bound to the AP's
+# CRIER_VM_WIFI_SAE=1 WPA3-SAE), busybox udhcpd, and `crier-sim order-sim` bound to the AP's
 # address. On the box: the supplicant file that `crier wifi-config` generates from crier.conf,
 # wpa_supplicant on wlan0, busybox udhcpc (the image uses systemd-networkd; here a stand-in
 # DHCP client), and `crier run`, which reads the state from the supplicant's ctrl_iface.
@@ -69,7 +69,7 @@ printf 'start 192.168.77.10\nend 192.168.77.20\ninterface wlan1\nlease_file /tmp
 ip netns exec ap busybox udhcpd -f /tmp/udhcpd.conf > "$W/udhcpd.log" 2>&1 &
 UDHCPD=$!
 mkfifo /tmp/order-sim.in
-ip netns exec ap "$CRIER_BIN" order-sim --host "$AP_IP" --port 7700 --every 0 < /tmp/order-sim.in > "$W/order-sim.out" 2> "$W/order-sim.err" &
+ip netns exec ap "$CRIER_SIM_BIN" order-sim --host "$AP_IP" --port 7700 --every 0 < /tmp/order-sim.in > "$W/order-sim.out" 2> "$W/order-sim.err" &
 OSIM=$!
 exec {OS_IN}>/tmp/order-sim.in
 wait_log "$W/order-sim.out" 'listening' 60 || { fail "order-sim did not listen"; exit 1; }

@@ -1,10 +1,11 @@
 import CrierCore
+import CrierLink
 import CrierMosquitto
 import CrierPosix
 import Glibc
 import Synchronization
 
-/// Where `crier order-sim --mqtt URL` publishes and what it reads (docs/protocol.md, "MQTT").
+/// Where `crier-sim order-sim --mqtt URL` publishes and what it reads (docs/protocol.md, "MQTT").
 public struct MQTTSimConfig: Sendable {
     public var server: ServerAddress
     public var prefix = "crier"
@@ -23,7 +24,7 @@ public struct MQTTSimConfig: Sendable {
     public init(server: ServerAddress) { self.server = server }
 }
 
-/// `crier order-sim --mqtt URL`: the order-server side over a broker. Publishes orders (QoS 1)
+/// `crier-sim order-sim --mqtt URL`: the order-server side over a broker. Publishes orders (QoS 1)
 /// to `<prefix>/<device>/orders`, reads every box's acks and status from `<prefix>/+/acks` and
 /// `<prefix>/+/status` with a persistent session, prints one line per event and, at the end, the
 /// publish → ack latency. Ids are `M<start unix seconds>-<n>` (unique across restarts).
@@ -143,7 +144,7 @@ public final class MQTTOrderSim: Sendable {
                         subscribed = true
                         output("connected server=\(mqtt.server) acks=\(mqtt.prefix)/+/acks devices=" + (mqtt.devices.count <= 5 ? mqtt.devices.joined(separator: ",") : "\(mqtt.devices.count)"))
                         // The first random order after one interval: a box starting with the
-                        // simulator (crier demo --mqtt) has subscribed by then.
+                        // simulator (crier-sim demo --mqtt) has subscribed by then.
                         schedule(Monotonic.now())
                     }
                 case .disconnected(let code, let err):

@@ -2,10 +2,11 @@ import CrierCore
 import CrierLink
 import CrierSystem
 import CrierPosix
+import CrierRuntime
 import Glibc
 import Synchronization
 
-/// `crier mqtt-fleet`: a benchmark, not a test (scripts/bench.sh --only mqtt). N boxes' MQTT
+/// `crier-sim mqtt-fleet`: a benchmark, not a test (scripts/bench.sh --only mqtt). N boxes' MQTT
 /// links (the real `MQTTLink`: own thread, libmosquitto client, persistent session, inbox
 /// journal fsynced per order) in one process against one broker, each "saying" an order at
 /// once (the ack follows the order event, no audio), and the MQTT order simulator publishing
@@ -73,7 +74,7 @@ public enum MQTTFleetCommand {
             let s = try sim.run()
             code = s.timedOut || s.unacked > 0 || s.duplicates > 0 ? ExitCode.failure : ExitCode.ok
         } catch {
-            FileIO.stderr("crier mqtt-fleet: \(error)\n")
+            FileIO.stderr("crier-sim mqtt-fleet: \(error)\n")
             code = ExitCode.failure
         }
         var syncs = 0

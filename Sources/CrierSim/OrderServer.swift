@@ -1,9 +1,10 @@
 import CrierCore
+import CrierLink
 import CrierPosix
 import Glibc
 import Synchronization
 
-/// What `crier order-sim` runs.
+/// What `crier-sim order-sim` runs.
 public struct OrderServerConfig: Sendable, Equatable {
     /// Address to listen on; "0.0.0.0" for every IPv4 interface, "::" for IPv6 too.
     public var host = "0.0.0.0"
@@ -31,7 +32,7 @@ public struct OrderServerConfig: Sendable, Equatable {
     /// Turn stdin lines into orders.
     public var readStdin = false
     /// A journal of unacked orders, so that they are redelivered after a restart of the server
-    /// too (`crier order-sim --state FILE`). nil: memory only.
+    /// too (`crier-sim order-sim --state FILE`). nil: memory only.
     public var stateFile: String?
     /// Order ids are `<prefix><n>`; nil: `O<start unix seconds>-` so ids differ across restarts.
     public var idPrefix: String?
