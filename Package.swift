@@ -60,6 +60,8 @@ let package = Package(
         // refuses with a warning; curl/curl.h is on the default include path anyway.
         .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CMpg123", pkgConfig: "libmpg123", providers: [.apt(["libmpg123-dev"])]),
+        // The local page for phones (docs/setup.md): libmicrohttpd, one shim, one thin adapter.
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
 
         .target(name: "CrierCore"),
         .target(name: "CrierPosix", dependencies: ["CrierCore"]),
@@ -74,10 +76,11 @@ let package = Package(
         .target(name: "CrierSoxr", dependencies: ["CSoxr"]),
         .target(name: "CrierHTTP", dependencies: ["CrierCore", "CrierPosix", "CCurl"]),
         .target(name: "CrierMP3", dependencies: ["CMpg123"]),
+        .target(name: "CrierWeb", dependencies: ["CrierCore", "CrierPosix", "CMicroHTTPD"]),
         .target(name: "CrierMusic", dependencies: ["CrierCore", "CrierPosix", "CrierMusicFile", "CrierSoxr", "CrierHTTP", "CrierMP3"]),
         .target(name: "CrierRuntime", dependencies: [
             "CrierCore", "CrierPosix", "CrierAudio", "CrierSpeech", "CrierGPIO", "CrierLink", "CrierSystem", "CrierMusic", "CrierHTTP",
-            "CrierMusicFile",
+            "CrierMusicFile", "CrierWeb",
         ]),
         .executableTarget(name: "crier", dependencies: ["CrierRuntime", "CrierCore", "CrierPosix", "CrierLink"]),
         // The reference order servers, the MQTT fleet bench and the demo: not in the box's binary.
@@ -94,6 +97,7 @@ let package = Package(
         .testTarget(name: "CrierLinkTests", dependencies: ["CrierLink", "CrierSim", "CrierCore", "CrierPosix", "CrierMosquitto"]),
         .testTarget(name: "CrierSystemTests", dependencies: ["CrierSystem", "CrierCore", "CrierPosix"]),
         .testTarget(name: "CrierPosixTests", dependencies: ["CrierPosix"]),
+        .testTarget(name: "CrierWebTests", dependencies: ["CrierWeb", "CrierCore", "CrierPosix"]),
         .testTarget(name: "CrierMusicTests", dependencies: ["CrierMusic", "CrierMusicFile", "CrierAudio", "CrierCore", "CrierPosix"]),
     ],
     swiftLanguageModes: [.v6]

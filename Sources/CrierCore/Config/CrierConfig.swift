@@ -243,6 +243,7 @@ public struct CrierConfig: Sendable, Equatable {
     public var music = MusicConfig()
     public var voicePacks = VoicePackConfig()
     public var update = UpdateConfig()
+    public var web = WebConfig()
 
     public init() {}
 
@@ -251,7 +252,7 @@ public struct CrierConfig: Sendable, Equatable {
     /// Every key, in the order docs and `crier check-config` print them.
     public static let schema: [ConfigKey] = generalKeys + audioKeys + speechKeys + Templates.keys + AlertConfig.keys
         + StatusPromptConfig.keys + ButtonsConfig.keys + logKeys + SupervisionConfig.keys + MQTTConfig.keys
-        + WifiConfig.keys + MusicConfig.keys + UpdateConfig.keys + VoicePackConfig.keys
+        + WifiConfig.keys + MusicConfig.keys + UpdateConfig.keys + VoicePackConfig.keys + WebConfig.keys
 
     /// The effective configuration as `key = value` lines, keys in schema order.
     public func rendered(schema: [ConfigKey] = CrierConfig.schema) -> String {
