@@ -74,6 +74,7 @@ public actor ButtonService {
     let persister: StatePersister
     var controls: Controls?
     var timer: Task<Void, Never>?
+    var sink: AsyncStream<Event>.Continuation?
 
     public init(config: ButtonsConfig, log: Logger, hooks: Hooks, wall: @escaping @Sendable () -> WallTime,
                 makeInput: ButtonReader.InputFactory? = nil, clock: @escaping @Sendable () -> Double = Monotonic.now) {
@@ -103,6 +104,7 @@ public actor ButtonService {
         await apply(first)
 
         let (events, sink) = AsyncStream<Event>.makeStream()
+        self.sink = sink
         let reader = ButtonReader(config: config, log: log, makeInput: makeInput, clock: clock) { sink.yield(.gesture($0)) }
         reader.start()
         schedule(sink)
@@ -130,6 +132,11 @@ public actor ButtonService {
         sink.finish()
         reader.stop()
         persister.flush()
+    }
+
+    /// A press from elsewhere (the local page), handled exactly like the button's own press.
+    public func press(_ action: ButtonAction) {
+        sink?.yield(.gesture(Gesture(action, .press, at: clock())))
     }
 
     func apply(_ effects: [ControlEffect]) async {

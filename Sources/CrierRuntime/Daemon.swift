@@ -599,11 +599,22 @@ public actor Daemon {
         return "queued: \(u.text)"
     }
 
+    /// The local page's pairing code: said like `request`, its text never logged.
+    public func requestSecret(_ lang: Lang, _ text: String) {
+        var u = pipeline.words(.text(text), lang: lang)
+        u.secret = true
+        requests.append(u)
+        poke()
+    }
+
+    /// A button pressed on the local page: the same path as the box's own buttons.
+    public func press(_ action: ButtonAction) async { await buttons?.press(action) }
+
     func sayUtterance(_ u: Utterance) async {
         let speech = startSpeech([u], gain: 1)
         _ = await waitClip()
         speech.stream.cancel()
-        log.info("said on request", ["text": u.text])
+        log.info("said on request", ["text": u.secret ? "(not logged)" : u.text])
     }
 
     func sayPrompt(_ name: Templates.Name) async {

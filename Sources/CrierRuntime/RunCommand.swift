@@ -36,6 +36,9 @@ public enum RunCommand {
         hub.limitRepeats()
         let lastError = LastErrorSink()
         hub.add(lastError)
+        // The local page's log tail (docs/setup.md), from the first line on.
+        let logTail = LogTailSink()
+        if config.web.listen != nil { hub.add(logTail) }
         var serial: SerialSink?
         if !config.log.serial.isEmpty {
             do {
@@ -102,6 +105,9 @@ public enum RunCommand {
         }
 
         await daemon.start()
+        let web = LocalPage.start(config: config, configPath: ctx.loaded.path, daemon: daemon,
+                                  runtimeDir: control.map { FileIO.directory(of: $0.path) },
+                                  snapshot: snapshot, tail: logTail, hub: hub)
         let (ends, endsIn) = AsyncStream.makeStream(of: End.self)
         let supTask = Task {
             do {
@@ -177,8 +183,9 @@ public enum RunCommand {
         }
         statusTask.cancel()
         petTask.cancel()
-        backstop.stage("closing the control socket")
+        backstop.stage("closing the control socket and the local page")
         control?.close()
+        web?.stop()
         // Supervision ends first, so parts stopping on purpose are not "restarted".
         backstop.stage("stopping the supervisor")
         supervisor.stop()

@@ -22,6 +22,8 @@ public enum AnnouncementContent: Sendable, Equatable {
 public struct Utterance: Sendable, Equatable {
     public var text: String
     public var lang: Lang
+    /// Said, never logged (the local page's pairing code).
+    public var secret = false
     public init(text: String, lang: Lang) {
         self.text = text
         self.lang = lang

@@ -1,0 +1,89 @@
+import CrierCore
+import CrierPosix
+import CrierWeb
+import Glibc
+
+/// Wires the local page (docs/setup.md): CrierCore's `WebApp` behind CrierWeb's server, its
+/// actions through the daemon's own entry points (`request`, the buttons' press), its settings
+/// written into crier.conf and applied by the SIGHUP path.
+enum LocalPage {
+    /// Where a settings change goes when the daemon may not write crier.conf itself (the
+    /// packaged unit: /boot/firmware is read-only to it); crier-config.path applies it as root.
+    static func requestPath(runtimeDir: String) -> String { runtimeDir + "/crier.conf.new" }
+
+    static func start(config: CrierConfig, configPath: String, daemon: Daemon, runtimeDir: String?,
+                      snapshot: @escaping @Sendable () async -> StatusSnapshot, tail: LogTailSink, hub: LogHub) -> WebServer? {
+        guard let listen = config.web.listen else { return nil }
+        let log = hub.logger("web")
+        let sessionsPath = runtimeDir.map { $0 + "/web-sessions" }
+        var sessions = WebSessions()
+        if let p = sessionsPath, let b = try? FileIO.read(p, limit: 64 * 1024) {
+            sessions = WebSessions.parse(String(decoding: b, as: UTF8.self), now: Monotonic.now())
+        }
+        let hooks = WebHooks(
+            status: snapshot,
+            logTail: { tail.tail },
+            say: { lang, text, secret in
+                if secret {
+                    #if DEBUG
+                    // Test builds only (Tests/integration/test_web.py): what the box says, for the
+                    // test to hear. A release build (the .deb, the image) has no such hook.
+                    if let p = FileIO.env("CRIER_TEST_PAIRING_SPEECH_FILE") { try? FileIO.writePrivate(p, Array(text.utf8)) }
+                    #endif
+                    await daemon.requestSecret(lang, text)
+                } else {
+                    _ = await daemon.request(lang, text)
+                }
+            },
+            perform: { action in
+                switch action {
+                case .volumeUp: await daemon.press(.volumeUp)
+                case .volumeDown: await daemon.press(.volumeDown)
+                case .mute: await daemon.press(.mute)
+                case .replay: await daemon.press(.replay)
+                case .test: break  // said through `say`
+                }
+            },
+            readConfig: {
+                do throws(SystemError) {
+                    return .success(String(decoding: try FileIO.read(configPath, limit: 1 << 20), as: UTF8.self))
+                } catch {
+                    if error.code == ENOENT { return .success("") }
+                    return .failure(ConfigEditor.Refusal(key: nil, message: "cannot read \(configPath): \(error)"))
+                }
+            },
+            writeConfig: { text in
+                do throws(SystemError) {
+                    try FileIO.writeDurably(configPath, Array(text.utf8))
+                } catch {
+                    guard [EACCES, EPERM, EROFS].contains(error.code), let dir = runtimeDir else {
+                        log.error("local page: cannot write \(configPath): \(error); settings not saved")
+                        return .failure(ConfigEditor.Refusal(key: nil, message: "cannot write the configuration file"))
+                    }
+                    // Not ours to write: the root helper checks it again, writes it and reloads.
+                    do throws(SystemError) {
+                        try FileIO.writePrivate(requestPath(runtimeDir: dir), Array(text.utf8))
+                    } catch {
+                        log.error("local page: cannot hand the settings to crier-config: \(error); settings not saved")
+                        return .failure(ConfigEditor.Refusal(key: nil, message: "cannot save the settings"))
+                    }
+                    log.info("local page: settings handed to crier-config.service to write \(configPath) and reload")
+                    return .success("saved; applying")
+                }
+                // The same path as `systemctl reload crier`.
+                kill(getpid(), SIGHUP)
+                return .success("saved; applying")
+            })
+        let app = WebApp(config: config, hooks: hooks, log: log, clock: { Monotonic.now() }, sessions: sessions,
+                         persist: { text in if let p = sessionsPath { try? FileIO.writePrivate(p, Array(text.utf8)) } })
+        do {
+            let server = try WebServer(listen: listen, log: log) { await app.handle($0) }
+            log.info("local page listening", ["address": server.address])
+            return server
+        } catch {
+            let hint = listen.port < 1024 ? " (a port below 1024 needs crier.socket: `systemctl enable --now crier.socket`)" : ""
+            log.error("local page unavailable on \(listen): \(error)\(hint); check web.listen in crier.conf")
+            return nil
+        }
+    }
+}
