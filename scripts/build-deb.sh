@@ -171,6 +171,8 @@ install -m 0755 "$BINARY" "$PKG/usr/bin/crier"
 B="$ROOT/board"
 install -m 0644 "$B/systemd/crier.service" "$PKG/$L/systemd/system/crier.service"
 install -m 0644 "$B/systemd/crier-reboot.path" "$B/systemd/crier-reboot.service" "$PKG/$L/systemd/system/"
+# The local page (docs/setup.md): port 80 from systemd, the root helper that writes crier.conf.
+install -m 0644 "$B/systemd/crier.socket" "$B/systemd/crier-config.path" "$B/systemd/crier-config.service" "$PKG/$L/systemd/system/"
 install -m 0644 "$B/systemd/crier.sysusers" "$PKG/usr/lib/sysusers.d/crier.conf"
 install -m 0644 "$B/systemd/crier.tmpfiles" "$PKG/usr/lib/tmpfiles.d/crier.conf"
 install -m 0644 "$B/systemd/system.conf.d/watchdog.conf" "$PKG/usr/lib/systemd/system.conf.d/crier-watchdog.conf"

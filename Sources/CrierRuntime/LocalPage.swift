@@ -87,3 +87,33 @@ enum LocalPage {
         }
     }
 }
+
+/// `crier apply-config REQUEST TARGET`: what crier-config.service (root) runs when the local
+/// page saved settings the daemon may not write itself. REQUEST is checked by the same parser
+/// as `crier check-config` (any error: refused, nothing written), TARGET replaced durably
+/// (temporary file, fsync, rename, directory fsync), REQUEST removed. Exit 0 written, 1 refused.
+public enum ApplyConfigCommand {
+    public static func run(request: String, target: String) -> Int32 {
+        defer { unlink(request) }
+        let bytes: [UInt8]
+        do throws(SystemError) {
+            bytes = try FileIO.read(request, limit: 1 << 20)
+        } catch {
+            FileIO.stderr("crier apply-config: \(error)\n")
+            return ExitCode.failure
+        }
+        let r = ConfigParser().parse(bytes: bytes, file: target)
+        guard r.errors.isEmpty else {
+            for d in r.errors { FileIO.stderr("crier apply-config: refused: \(LogRecord.escape(d.description))\n") }
+            return ExitCode.failure
+        }
+        do throws(SystemError) {
+            try FileIO.writeDurably(target, bytes)
+        } catch {
+            FileIO.stderr("crier apply-config: \(error); \(target) unchanged\n")
+            return ExitCode.failure
+        }
+        print("crier apply-config: \(target) written (\(bytes.count) bytes)")
+        return ExitCode.ok
+    }
+}

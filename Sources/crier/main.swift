@@ -18,6 +18,7 @@ let usage = """
       check-config   validate a config file and print the effective configuration
       config         print a fully commented example config (--example)
       wifi-config    write wpa_supplicant's file from crier.conf's wifi.* keys (at boot)
+      apply-config   write the local page's checked settings into crier.conf (crier-config.service)
 
     The order simulator and the demo are `crier-sim order-sim` and `crier-sim demo` (package
     crier-sim). Run `crier <command> --help` for a command's options. Config: /boot/firmware/crier.conf
@@ -147,6 +148,13 @@ case "check-config":
     a.noUnknownOptions()
     guard a.rest.count <= 1 else { fail("check-config takes one FILE", help) }
     exit(CheckConfigCommand.run(path: a.rest.first ?? file))
+case "apply-config":
+    let help = "usage: crier apply-config REQUEST TARGET   (crier-config.service: the local page's settings, checked, into crier.conf)"
+    var a = Args(rest: argv, help: help)
+    if a.flag("--help") { print(help); exit(0) }
+    a.noUnknownOptions()
+    guard a.rest.count == 2 else { fail("apply-config takes REQUEST and TARGET", help) }
+    exit(ApplyConfigCommand.run(request: a.rest[0], target: a.rest[1]))
 case "wifi-config":
     let help = """
         usage: crier wifi-config [--config FILE] [--output FILE] [--group NAME]

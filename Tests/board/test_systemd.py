@@ -46,8 +46,9 @@ def unit_with_real_binary(tmp_path):
     d.mkdir()
     u = d / "crier.service"
     u.write_text(text.replace("ExecStart=/usr/bin/crier ", "ExecStart=%s " % fake))
-    for name in ("crier-reboot.path", "crier-reboot.service"):  # crier.service Wants= the path unit
-        (d / name).write_text((UNIT.parent / name).read_text())
+    for name in ("crier-reboot.path", "crier-reboot.service", "crier-config.path", "crier-config.service",
+                 "crier.socket"):  # crier.service Wants= the path units
+        (d / name).write_text((UNIT.parent / name).read_text().replace("/usr/bin/crier ", "%s " % fake))
     return u
 
 
@@ -99,7 +100,7 @@ def security(path):
     r = subprocess.run(["systemd-analyze", "security", "--offline=yes", "--no-pager", str(path)],
                        capture_output=True, text=True)
     out = r.stdout + r.stderr
-    m = re.search(r"Overall exposure level for crier\.service:\s*([\d.]+)", out)
+    m = re.search(r"Overall exposure level for %s:\s*([\d.]+)" % re.escape(path.name), out)
     assert m, "no exposure level in:\n" + out
     return float(m.group(1)), out
 
@@ -110,6 +111,25 @@ def test_security_exposure_is_at_most_2(capsys):
         print("\n  systemd-analyze security crier.service: exposure %.1f (limit %.1f)"
               % (score, MAX_EXPOSURE))
     assert score <= MAX_EXPOSURE, out
+
+
+def test_the_local_page_adds_no_privilege_to_crier_and_its_helper_scores_below_1(unit_with_real_binary, capsys):
+    """Port 80 comes from crier.socket (systemd binds it), so crier.service keeps no capability;
+    the root helper that writes crier.conf has one capability and no network."""
+    d = unit_with_real_binary.parent
+    r = subprocess.run(["systemd-analyze", "verify", "--man=no", str(d / "crier.socket"), str(d / "crier-config.path"),
+                        str(d / "crier-config.service")], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stderr.strip() == "", r.stderr
+    s = unit_settings()
+    assert s[("Service", "CapabilityBoundingSet")] == [""] and s[("Service", "AmbientCapabilities")] == [""]
+    sock = (SYSTEMD / "crier.socket").read_text()
+    assert "ListenStream=80\n" in sock and "Accept=no" in sock
+    assert "PathExists=/run/crier/crier.conf.new" in (SYSTEMD / "crier-config.path").read_text()
+    score, out = security(SYSTEMD / "crier-config.service")
+    with capsys.disabled():
+        print("\n  systemd-analyze security crier-config.service: exposure %.1f" % score)
+    assert score <= 1.0, out
+    assert "PrivateNetwork=yes" in (SYSTEMD / "crier-config.service").read_text()
 
 
 def test_the_score_parser_sees_a_weak_unit(tmp_path):

@@ -8,6 +8,10 @@ root="$1"
 share="$root/usr/share/crier"
 if chroot "$root" dpkg-query -W -f='${Status}' crier 2>/dev/null | grep -q "install ok installed"; then
   chroot "$root" systemctl enable crier.service
+  # Port 80 for the local page, from systemd (crier itself has no capability; docs/setup.md).
+  if [ -f "$root/lib/systemd/system/crier.socket" ] || [ -f "$root/usr/lib/systemd/system/crier.socket" ]; then
+    chroot "$root" systemctl enable crier.socket
+  fi
   echo "customize-crier: crier $(chroot "$root" dpkg-query -W -f='${Version}' crier) installed, crier.service enabled"
   # Nobody watches a shop's box: after crier's restart limit, reboot rather than stay silent.
   if [ -f "$share/kiosk.conf" ]; then
@@ -30,4 +34,12 @@ if [ ! -e "$conf" ]; then
   for example in "$share/crier.conf" "$root/usr/share/doc/crier/crier.conf.example" "$CRIER_IMAGE_DIR/boot/crier.conf"; do
     if [ -f "$example" ]; then cp "$example" "$conf"; echo "customize-crier: crier.conf from ${example#"$root"}"; break; fi
   done
+fi
+
+# The image serves the local page on port 80 (crier.socket): set in the card's crier.conf, where
+# a shop can turn it off (`web.listen = off`). Not the package's default: a box set up by hand
+# opens no port unasked.
+if [ -f "$conf" ] && ! grep -q '^[[:space:]]*web\.listen[[:space:]]*=' "$conf"; then
+  printf '\n# The page for phones: http://DEVICE-ID.local/ (docs/setup.md); off turns it off.\nweb.listen = 0.0.0.0:80\n' >> "$conf"
+  echo "customize-crier: web.listen = 0.0.0.0:80 in crier.conf"
 fi

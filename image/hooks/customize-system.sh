@@ -44,6 +44,12 @@ if [ -x "$root/usr/sbin/wpa_supplicant" ]; then
   in_root systemctl mask wpa_supplicant.service
 fi
 
+#    The local page (docs/setup.md): http://DEVICE-ID.local/ through avahi-daemon, the host
+#    name set from crier.conf's device.id at each boot, the page advertised as _http._tcp.
+if [ -x "$root/usr/sbin/avahi-daemon" ]; then
+  in_root systemctl enable crier-hostname.service avahi-daemon.service
+fi
+
 # 5. A kiosk changes nothing behind the shop's back: no unattended apt runs, no periodic scrubs.
 for t in apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer e2scrub_reap.service; do
   in_root systemctl disable "$t" 2>/dev/null || true
