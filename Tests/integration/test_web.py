@@ -19,6 +19,19 @@ from conftest import CRIER, read_wav
 from test_daemon import Proc, order_sim
 
 
+class FdProc(Proc):
+    """Proc with file descriptors handed down (a socket as systemd passes it)."""
+
+    def __init__(self, args, env=None, pass_fds=()):
+        import subprocess
+        self.p = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  stdin=subprocess.DEVNULL, bufsize=1, pass_fds=pass_fds)
+        self.out, self.err = [], []
+        self.lock = threading.Lock()
+        for stream, sink in ((self.p.stdout, self.out), (self.p.stderr, self.err)):
+            threading.Thread(target=self._pump, args=(stream, sink), daemon=True).start()
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -303,3 +316,50 @@ def test_500_connections_and_slow_clients_while_an_order_is_said_on_time(box):
         assert w.crier.p.poll() is None
     finally:
         assert w.stop() == 0
+
+
+def test_a_socket_passed_by_systemd_is_served_and_survives_a_reload(box):
+    """crier.socket: systemd binds port 80 and passes it (LISTEN_FDS, LISTEN_PID); crier serves
+    it without binding anything itself, and the reload's exec keeps it."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(16)
+    port = s.getsockname()[1]
+    sim = order_sim()
+    box.write_conf("server = tcp://127.0.0.1:%d\nstatus.on_start = off\nstatus.on_link_up = off\ninput = fifo:%s\n"
+                   "state.path = %s\nweb.listen = 0.0.0.0:%d\n" % (sim.port, box.tmp / "buttons.fifo", box.tmp / "state", port))
+    # What systemd does: the socket at fd 3, then exec in the same process.
+    launcher = ("import os,sys; fd=int(sys.argv[1]); os.dup2(fd, 3); os.environ['LISTEN_FDS']='1'; "
+                "os.environ['LISTEN_PID']=str(os.getpid()); os.execv(sys.argv[2], sys.argv[2:])")
+    env = dict(box.env, CRIER_TEST_PAIRING_SPEECH_FILE=str(box.tmp / "speech.txt"))
+    p = FdProc(["python3", "-c", launcher, str(s.fileno()), CRIER, "run", "--config", box.conf], env=env, pass_fds=(s.fileno(),))
+    s.close()
+    try:
+        p.wait_for(r"local page listening address=\"?0\.0\.0\.0:%d \(socket from systemd\)" % port)
+        w = Web.__new__(Web)
+        w.port, w.cookie, w.csrf, w.speech, w.crier, w.sim = port, None, None, str(box.tmp / "speech.txt"), p, sim
+        w.pair()
+        r, j, _ = w.req("POST", "/api/settings", form={"csrf": w.csrf, "speech.lang": "en"})
+        assert r.status == 200, j
+        p.wait_for(r"reloaded: running with the new configuration")
+        p.wait_for(r"local page listening .*socket from systemd", count=2)
+        r, j, _ = w.req("GET", "/api/status")
+        assert r.status == 200 and j["paired"] is True and j["settings"]["speech.lang"] == "en"
+    finally:
+        assert p.stop() == 0
+        sim.stop()
+
+
+def test_apply_config_writes_a_checked_file_and_refuses_a_broken_one(box):
+    """What crier-config.service runs as root: check-config's parser decides, the request goes."""
+    target = box.tmp / "boot.conf"
+    target.write_text("# shop's file\nspeech.lang = zh\n")
+    req = box.tmp / "crier.conf.new"
+    req.write_text("# shop's file\nspeech.lang = en\n")
+    r = box.run("apply-config", str(req), str(target))
+    assert r.returncode == 0, r.stderr
+    assert target.read_text() == "# shop's file\nspeech.lang = en\n" and not req.exists()
+    req.write_text("speech.lang = klingon\n")
+    r = box.run("apply-config", str(req), str(target))
+    assert r.returncode == 1 and "speech.lang" in r.stderr and "refused" in r.stderr
+    assert target.read_text() == "# shop's file\nspeech.lang = en\n" and not req.exists()
