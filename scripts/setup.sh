@@ -15,7 +15,8 @@ PKGS=(
   libsndfile1-dev libmpg123-dev    # background music: files (WAV/FLAC/OGG/MP3) and MP3 streams
   libcurl4-openssl-dev libsoxr-dev # music: HTTP(S)/Icecast streams; resampling to the output rate
   libmosquitto-dev mosquitto mosquitto-clients   # MQTT transport; a real broker for its tests
-  libmicrohttpd-dev chromium       # the local page (docs/setup.md); its screenshots and browser test
+  libmicrohttpd-dev                # the local page (docs/setup.md)
+  chromium fonts-wqy-microhei      # its browser test and screenshots (zh needs a CJK font)
   fdisk e2fsprogs                  # sfdisk + mkfs.ext4: the bundle tests' tiny disk image (Tests/bundle)
 )
 

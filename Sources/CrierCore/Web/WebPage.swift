@@ -126,7 +126,7 @@ public enum WebPage {
 
     public static let script = """
         (function(){'use strict';
-        var T={zh:{up:'正常',down:'未连接',off:'未设置',ok:'正常',bad:'有问题',asked:'请听播报器说出的四位数字，然后输入。',
+        var T={zh:{up:'已连接',down:'未连接',off:'未设置',ok:'正常',bad:'有问题',asked:'请听播报器说出的四位数字，然后输入。',
         paired:'已配对。',saved:'已保存，正在应用…',done:'好的。',muted:'（静音）',none:'—',err:'出错：'},
         en:{up:'connected',down:'not connected',off:'not set',ok:'ok',bad:'degraded',asked:'Listen: the box says four digits. Type them here.',
         paired:'Paired.',saved:'Saved; applying…',done:'Done.',muted:' (muted)',none:'—',err:'Error: '}};
