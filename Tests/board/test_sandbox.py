@@ -254,3 +254,59 @@ def test_harness_with_a_fake_daemon(sandboxed, tmp_path):
     assert r["rc"] == 0, r["stderr"]
     assert {"READY", "STATUS", "STOPPING"} <= r["notify"], r
     assert r["acks"] == [("S-1", "spoken")]
+
+
+def run_page(crier, tmp, preexec):
+    """The local page under crier.service's filter: libmicrohttpd's epoll threads, eventfd, the
+    request that makes the box say a pairing code, and the status answer."""
+    import http.client
+    tmp.mkdir()
+    wav = tmp / "out.wav"
+    env = hermetic_env(tmp, wav)
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    conf = tmp / "crier.conf"
+    conf.write_text("audio.device = default\nstate.path = %s\nstatus.on_start = off\nweb.listen = 127.0.0.1:%d\n"
+                    % (tmp / "state" / "state", port))
+    p = subprocess.Popen([*map(str, crier), "run", "--config", str(conf)], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=preexec)
+    answers = []
+    try:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and p.poll() is None:
+            try:
+                for method, path in (("GET", "/"), ("POST", "/api/pair/request"), ("GET", "/api/status")):
+                    c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                    c.request(method, path, body="" if method == "POST" else None,
+                              headers={"Host": "127.0.0.1", "Content-Type": "application/x-www-form-urlencoded"})
+                    r = c.getresponse()
+                    answers.append((path, r.status, len(r.read())))
+                    c.close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        time.sleep(3)  # the code is said
+    finally:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+        try:
+            out, err = p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+    return {"rc": p.returncode, "stderr": err, "answers": [(a, b) for a, b, _ in answers],
+            "wav": wav.stat().st_size if wav.exists() else 0}
+
+
+def test_the_local_page_works_under_the_sandbox(crier, sandboxed, tmp_path):
+    plain = run_page([crier], tmp_path / "plain", None)
+    if not plain["answers"]:
+        pytest.skip("the page does not answer even without the sandbox (exit %s)" % plain["rc"])
+    boxed = run_page([crier], tmp_path / "boxed", sandboxed)
+    print("\n  plain: %s\n  boxed: %s" % (plain["answers"], boxed["answers"]))
+    assert boxed["answers"] == plain["answers"] == [("/", 200), ("/api/pair/request", 200), ("/api/status", 200)], boxed["stderr"][-3000:]
+    assert boxed["rc"] == plain["rc"] == 0, boxed["stderr"][-3000:]
+    assert "said on request" in boxed["stderr"]
+    assert not new_denials(plain["stderr"], boxed["stderr"]), boxed["stderr"][-3000:]
