@@ -367,3 +367,51 @@ import Testing
         }
     }
 }
+
+extension WebRulesTests {
+    @Test func fiveCodesSaidWithoutAPairingLockTheRequestsToo() {
+        var p = Pairing()
+        let b = Bytes(9)
+        var t = 0.0
+        for _ in 0..<5 {
+            guard case .speak = p.request(now: t, random: b.next) else { Issue.record("no code at \(t)"); return }
+            t += 10
+        }
+        #expect(p.request(now: t, random: b.next) == .lockedNow(seconds: 300))
+        #expect(p.request(now: t + 299, random: b.next) == .locked(retryAfter: 1))
+        // Then five more, and the next lockout is twice as long; a pairing resets both.
+        t += 300
+        for _ in 0..<5 { _ = p.request(now: t, random: b.next); t += 10 }
+        #expect(p.request(now: t, random: b.next) == .lockedNow(seconds: 600))
+        t += 600
+        guard case .speak(let c) = p.request(now: t, random: b.next) else { Issue.record("no code"); return }
+        #expect(p.submit(c, now: t) == .paired)
+        for _ in 0..<5 { guard case .speak = p.request(now: t, random: b.next) else { Issue.record("no code after pairing"); return }; t += 10 }
+    }
+
+    @Test func aSettingsFormWithEveryFieldWritesOnlyWhatChanged() async {
+        let f = Fake(), l = Lines()
+        let app = Self.app(f, l)
+        guard let s = await Self.pair(app, f) else { Issue.record("did not pair"); return }
+        // What the page sends: every field, most of them at the running values.
+        var form = ["csrf=\(s.csrf)"]
+        let c = CrierConfig()
+        for k in WebApp.settingKeys {
+            let v = CrierConfig.schema.first { $0.name == k }!.value(in: c)
+            form.append("\(k)=\(k == "speech.en.rate" ? "200" : k == "wifi.psk" ? "" : v)".replacingAll("{", with: "%7B").replacingAll("}", with: "%7D").replacingAll(" ", with: "+").replacingAll("#", with: "%23"))
+        }
+        let r = await app.handle(Self.post("/api/settings", form.joined(separator: "&"), cookie: s.cookie))
+        #expect(r.status == 200, "\(String(decoding: r.body, as: UTF8.self))")
+        #expect(f.file.withLock { $0 } == "# owner's comment\nspeech.lang = zh\nspeech.en.rate = 200\n")
+    }
+
+    @Test func anSSIDWithQuotesAndNetworkBlockTextStaysOneNetworkInWpaSupplicantsFile() throws {
+        let ssid = "A\" network={ key_mgmt=NONE } #"
+        let out = try ConfigEditor.set([("wifi.ssid", ssid), ("wifi.psk", "pass\"word # 1"), ("wifi.country", "DE")], in: "# mine\n").get()
+        let c = ConfigParser().parse(out, file: "t").config
+        #expect(c.wifi.ssid?.text == ssid)
+        let wpa = WpaSupplicantConf.render(c.wifi) ?? ""
+        #expect(wpa.split(separator: "\n").filter { $0.contains("network={") }.count == 1, "\(wpa)")
+        #expect(!wpa.contains("key_mgmt=NONE"))
+    }
+}

@@ -8,6 +8,8 @@
 ///   further lockout up to `maxLockout` (3600 s), so guessing 10 000 codes takes weeks of the
 ///   box saying codes aloud. A correct code resets the count and the doubling. The count
 ///   survives a new code (asking again does not buy five more guesses).
+/// - `maxUnused` (5) codes said without a pairing lock pairing the same way: a stranger cannot
+///   make the box recite codes every 10 s all day.
 public struct Pairing: Sendable, Equatable {
     public struct Limits: Sendable, Equatable {
         public var codeLifetime = 120.0
@@ -15,6 +17,7 @@ public struct Pairing: Sendable, Equatable {
         public var maxWrong = 5
         public var lockout = 300.0
         public var maxLockout = 3600.0
+        public var maxUnused = 5
         public init() {}
     }
 
@@ -24,6 +27,8 @@ public struct Pairing: Sendable, Equatable {
         /// A code was said less than `requestInterval` ago; it is still the valid one.
         case tooSoon(retryAfter: Double)
         case locked(retryAfter: Double)
+        /// Too many codes said without a pairing: this request started a lockout of `seconds`.
+        case lockedNow(seconds: Double)
     }
 
     public enum SubmitResult: Sendable, Equatable {
@@ -44,6 +49,7 @@ public struct Pairing: Sendable, Equatable {
     private var wrong = 0
     private var lockouts = 0
     private var lockedUntil = -Double.infinity
+    private var unused = 0
 
     public init(limits: Limits = Limits()) { self.limits = limits }
 
@@ -64,6 +70,12 @@ public struct Pairing: Sendable, Equatable {
         if code != nil, now < codeExpires, now - lastRequest < limits.requestInterval {
             return .tooSoon(retryAfter: limits.requestInterval - (now - lastRequest))
         }
+        if unused >= limits.maxUnused {
+            unused = 0
+            code = nil
+            return .lockedNow(seconds: lockOut(now: now))
+        }
+        unused += 1
         let c = Self.makeCode(random)
         code = c
         codeExpires = now + limits.codeLifetime
@@ -84,6 +96,7 @@ public struct Pairing: Sendable, Equatable {
         if diff == 0 {
             code = nil
             wrong = 0
+            unused = 0
             lockouts = 0
             return .paired
         }
@@ -91,12 +104,20 @@ public struct Pairing: Sendable, Equatable {
         guard wrong >= limits.maxWrong else { return .wrong(left: limits.maxWrong - wrong) }
         wrong = 0
         code = nil
+        return .lockedNow(seconds: lockOut(now: now))
+    }
+
+    /// Starts a lockout, each one twice as long as the last (up to `maxLockout`); its length.
+    private mutating func lockOut(now: Double) -> Double {
         var seconds = limits.lockout
         for _ in 0..<min(lockouts, 16) { seconds *= 2 }
         seconds = min(seconds, limits.maxLockout)
         lockouts += 1
         lockedUntil = now + seconds
-        return .lockedNow(seconds: seconds)
+        // A lockout settles both counts; the next one is longer.
+        wrong = 0
+        unused = 0
+        return seconds
     }
 
     /// What the box says: the digits one by one (SpokenText reads single digits as words), twice.

@@ -218,8 +218,12 @@ public final class WebApp: Sendable {
             if let bad = changes.first(where: { !Self.settingKeys.contains($0.0) }) {
                 return Self.json(400, JSONObject([("ok", .bool(false)), ("error", .string("key")), ("message", .string("not a setting the page may change: \(ConfigValue.short(bad.0))")), nextField]))
             }
-            // The Wi-Fi password field left empty: keep the one in the file.
-            let wanted = changes.filter { !(Self.writeOnly.contains($0.0) && $0.1.isEmpty) }
+            // Only what differs from the running values (the form sends every field), and the
+            // Wi-Fi password field left empty keeps the one in the file.
+            let schema = Dictionary(CrierConfig.schema.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+            let wanted = changes.filter { c in
+                Self.writeOnly.contains(c.0) ? !c.1.isEmpty : schema[c.0].map { $0.value(in: config) != c.1 } ?? true
+            }
             let result: Result<String, ConfigEditor.Refusal>
             switch hooks.readConfig() {
             case .failure(let e): result = .failure(e)
@@ -252,6 +256,9 @@ public final class WebApp: Sendable {
     func pairRequest(lang: Lang, now: Double) async -> WebResponse {
         let r = state.withLock { $0.pairing.request(now: now, random: random) }
         switch r {
+        case .lockedNow(let s):
+            log.warning("local page: pairing locked after \(state.withLock { $0.pairing.limits.maxUnused }) codes said without a pairing", ["for_s": Int(s)])
+            return Self.error(429, "locked", "too many codes asked for; pairing is locked for \(Int(s)) s", [("Retry-After", "\(Int(s))")])
         case .speak(let code):
             // The code is said, never logged, never in a response.
             log.notice("local page: pairing requested; saying a pairing code (valid \(Int(Pairing.Limits().codeLifetime)) s)")
