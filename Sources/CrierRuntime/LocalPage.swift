@@ -13,8 +13,13 @@ enum LocalPage {
 
     static func start(config: CrierConfig, configPath: String, daemon: Daemon, runtimeDir: String?,
                       snapshot: @escaping @Sendable () async -> StatusSnapshot, tail: LogTailSink, hub: LogHub) -> WebServer? {
-        guard let listen = config.web.listen else { return nil }
         let log = hub.logger("web")
+        guard let listen = config.web.listen else {
+            if FileIO.env("LISTEN_FDS") != nil {
+                log.notice("web.listen = off, but systemd passed a socket for the page (crier.socket): it stays open unanswered; `systemctl disable --now crier.socket` closes it")
+            }
+            return nil
+        }
         let sessionsPath = runtimeDir.map { $0 + "/web-sessions" }
         var sessions = WebSessions()
         if let p = sessionsPath, let b = try? FileIO.read(p, limit: 64 * 1024) {

@@ -74,6 +74,17 @@ import Testing
         #expect(seen.withLock { $0 } == 0)
     }
 
+    @Test func headersOverTheMemoryLimitAreRefusedAndTheServerGoesOn() throws {
+        let seen = Mutex(0)
+        let (s, port) = try Self.start { _ in seen.withLock { $0 += 1 }; return WebResponse(status: 200) }
+        defer { s.stop() }
+        let big = "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + String(repeating: "a", count: 64 * 1024) + "\r\nConnection: close\r\n\r\n"
+        let r = Self.exchange(port, Array(big.utf8))
+        #expect(r.isEmpty || r.hasPrefix("HTTP/1.1 431") || r.hasPrefix("HTTP/1.1 413"), "got \(r.prefix(80))")
+        #expect(seen.withLock { $0 } == 0)
+        #expect(Self.exchange(port, Array("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)).hasPrefix("HTTP/1.1 200"))
+    }
+
     @Test func responseHeadersWithALineBreakAreNotSent() throws {
         let (s, port) = try Self.start { _ in WebResponse(status: 200, headers: [("X-A", "1\r\nSet-Cookie: evil=1"), ("X-B", "ok")], body: []) }
         defer { s.stop() }
