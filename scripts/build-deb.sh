@@ -188,7 +188,7 @@ install -m 0644 "$B/debian/copyright" "$DOC/copyright"
 for f in docs/hardware.md docs/install-on-pi.md docs/wiring.svg board/raspberrypi/cmdline.md; do
   install -m 0644 "$f" "$DOC/$(basename "$f")"
 done
-for f in README.md docs/configuration.md docs/protocol.md docs/updates.md; do   # when the runtime has them
+for f in README.md docs/configuration.md docs/protocol.md docs/updates.md docs/setup.md; do   # when the runtime has them
   if [ -f "$f" ]; then install -m 0644 "$f" "$DOC/$(basename "$f")"; fi
 done
 gzip -9n < "$B/debian/crier.1" > "$PKG/usr/share/man/man1/crier.1.gz"

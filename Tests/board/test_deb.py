@@ -124,6 +124,10 @@ def test_contents(deb):
         "/lib/systemd/system/crier.service": "-rw-r--r--",
         "/lib/systemd/system/crier-reboot.path": "-rw-r--r--",
         "/lib/systemd/system/crier-reboot.service": "-rw-r--r--",
+        "/lib/systemd/system/crier.socket": "-rw-r--r--",
+        "/lib/systemd/system/crier-config.path": "-rw-r--r--",
+        "/lib/systemd/system/crier-config.service": "-rw-r--r--",
+        "/usr/share/doc/crier/setup.md": "-rw-r--r--",
         "/usr/share/doc/crier/updates.md": "-rw-r--r--",
         "/usr/lib/sysusers.d/crier.conf": "-rw-r--r--",
         "/usr/lib/tmpfiles.d/crier.conf": "-rw-r--r--",
@@ -182,6 +186,9 @@ def test_files_are_the_board_files(deb, tmp_path):
     for inside, src in [("lib/systemd/system/crier.service", "board/systemd/crier.service"),
                         ("lib/systemd/system/crier-reboot.path", "board/systemd/crier-reboot.path"),
                         ("lib/systemd/system/crier-reboot.service", "board/systemd/crier-reboot.service"),
+                        ("lib/systemd/system/crier.socket", "board/systemd/crier.socket"),
+                        ("lib/systemd/system/crier-config.path", "board/systemd/crier-config.path"),
+                        ("lib/systemd/system/crier-config.service", "board/systemd/crier-config.service"),
                         ("usr/lib/sysusers.d/crier.conf", "board/systemd/crier.sysusers"),
                         ("usr/share/crier/crier.conf", "board/crier.conf")]:
         assert (tmp_path / inside).read_bytes() == (ROOT / src).read_bytes(), inside

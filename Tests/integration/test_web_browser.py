@@ -3,7 +3,9 @@ DevTools protocol (a minimal WebSocket client below: nothing to install), agains
 `crier run` on loopback with the capture device. It loads the page in zh and en, pairs with
 the code the box said, changes the volume, sends a test announcement (found in the capture),
 is refused a change without a CSRF token, ends the session, and locks pairing with wrong
-codes. The screenshots it takes are docs/setup/*.png, shown in docs/setup.md."""
+codes. Its screenshots are docs/setup/*.png, shown in docs/setup.md: written there when
+CRIER_UPDATE_SCREENSHOTS=1 (so an ordinary run leaves the tree clean), else into the test's
+temporary directory."""
 import base64
 import json
 import os
@@ -22,7 +24,7 @@ from conftest import ROOT, read_wav
 from test_web import Web
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-SHOTS = os.path.join(ROOT, "docs", "setup")
+SHOTS = os.path.join(ROOT, "docs", "setup") if os.environ.get("CRIER_UPDATE_SCREENSHOTS") == "1" else None
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium (apt install chromium)")
 
@@ -76,6 +78,7 @@ class WebSocket:
 
 class Browser:
     def __init__(self, tmp):
+        self.shots = SHOTS or str(tmp / "screenshots")
         self.profile = tempfile.mkdtemp(dir=str(tmp))
         args = [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
                 "--remote-debugging-port=0", "--user-data-dir=" + self.profile, "--window-size=390,844", "about:blank"]
@@ -129,8 +132,8 @@ class Browser:
         self.call("Emulation.setDeviceMetricsOverride", width=390, height=h, deviceScaleFactor=1, mobile=True)
         data = base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"])
         self.call("Emulation.setDeviceMetricsOverride", width=390, height=844, deviceScaleFactor=1, mobile=True)
-        os.makedirs(SHOTS, exist_ok=True)
-        with open(os.path.join(SHOTS, name), "wb") as f:
+        os.makedirs(self.shots, exist_ok=True)
+        with open(os.path.join(self.shots, name), "wb") as f:
             f.write(data)
         return len(data)
 
