@@ -62,6 +62,9 @@ public final class WebServer: Sendable {
         if inherited { _ = fcntl(fd, F_SETFD, 0) }  // still there for the new image after a reload
     }
 
+    // MHD's threads hold a pointer to this object: they are stopped before it goes.
+    deinit { stop() }
+
     /// Stops the worker threads (requests in progress are cut); the socket is closed unless
     /// systemd passed it.
     public func stop() {
