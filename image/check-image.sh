@@ -190,8 +190,13 @@ if [ "$ARCH" = arm64 ]; then
   kver=$(dbg 'ls -p /usr/lib/modules' | awk -F/ 'NF > 5 && $6 != "." && $6 != ".." { print $6 }' | head -n1)
   check "root: brcmfmac driver kept (not path-excluded, kernel ${kver:-?})" sh -c "debugfs -R 'ls /usr/lib/modules/${kver:-none}/kernel/drivers/net/wireless/broadcom/brcm80211/brcmfmac' '$EXT' 2>/dev/null | grep -q 'brcmfmac\.ko'"
 fi
+# The local page (docs/setup.md): avahi answers DEVICE-ID.local and advertises _http._tcp.
+check "root: avahi-daemon enabled" exists /etc/systemd/system/multi-user.target.wants/avahi-daemon.service
+check "root: crier-hostname.service enabled (DEVICE-ID.local)" exists /etc/systemd/system/multi-user.target.wants/crier-hostname.service
+check "root: avahi service file for the page (_http._tcp, port 80)" sh -c "debugfs -R 'cat /etc/avahi/services/crier-http.service' '$EXT' 2>/dev/null | grep -q '<type>_http._tcp</type>'"
 if exists /usr/bin/crier; then
   check "root: crier.service enabled" exists /etc/systemd/system/multi-user.target.wants/crier.service
+  check "root: crier.socket enabled (port 80 for the page)" exists /etc/systemd/system/sockets.target.wants/crier.socket
 else
   echo "  --    no /usr/bin/crier (image built without --deb)"
 fi
