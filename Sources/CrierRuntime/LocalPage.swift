@@ -25,6 +25,10 @@ enum LocalPage {
         if let p = sessionsPath, let b = try? FileIO.read(p, limit: 64 * 1024) {
             sessions = WebSessions.parse(String(decoding: b, as: UTF8.self), now: Monotonic.now())
         }
+        #if DEBUG
+        // Test builds only: a short session lifetime, so an expired session is tested end to end.
+        if let s = FileIO.env("CRIER_TEST_WEB_SESSION_SECONDS").flatMap(Double.init), s > 0 { sessions.lifetime = s }
+        #endif
         let hooks = WebHooks(
             status: snapshot,
             logTail: { tail.tail },

@@ -43,7 +43,7 @@ def free_port():
 class Web:
     """A crier with the page on 127.0.0.1:PORT, and an order server."""
 
-    def __init__(self, box, extra=""):
+    def __init__(self, box, extra="", env=None):
         self.box = box
         self.port = free_port()
         self.sim = order_sim()
@@ -51,7 +51,7 @@ class Web:
         box.write_conf("# the owner's note: keep me\nserver = tcp://127.0.0.1:%d\ndevice.id = web-box\nstatus.on_start = off\n"
                        "status.on_link_up = off\ninput = fifo:%s\nstate.path = %s\nmy.own.key = 1\n"
                        "web.listen = 127.0.0.1:%d\n%s" % (self.sim.port, box.tmp / "buttons.fifo", box.tmp / "state", self.port, extra))
-        env = dict(box.env, CRIER_TEST_PAIRING_SPEECH_FILE=self.speech)
+        env = dict(box.env, CRIER_TEST_PAIRING_SPEECH_FILE=self.speech, **(env or {}))
         self.crier = Proc([CRIER, "run", "--config", box.conf], env=env)
         self.crier.wait_for(r"INFO web: local page listening")
         self.crier.wait_for(r"INFO link: connected")
@@ -193,6 +193,23 @@ def test_changes_without_a_token_with_a_replayed_one_or_an_ended_session_are_ref
         assert r.status == 401 and j["error"] == "not_paired"
         w.crier.wait_for(r"button mute: press", count=1)
         assert len([l for l in w.crier.lines() if "button mute: press" in l]) == 1
+    finally:
+        w.stop()
+
+
+def test_an_expired_session_is_refused_and_the_page_asks_to_pair_again(box):
+    # Debug builds only: sessions last 3 s here instead of 8 h.
+    w = Web(box, env={"CRIER_TEST_WEB_SESSION_SECONDS": "3"})
+    try:
+        w.pair()
+        r, _, _ = w.req("POST", "/api/action", form={"csrf": w.csrf, "do": "volume_down"})
+        assert r.status == 200
+        time.sleep(3.5)
+        r, j, _ = w.req("POST", "/api/action", form={"csrf": w.csrf, "do": "volume_down"})
+        assert r.status == 401 and j["error"] == "not_paired"
+        r, j, _ = w.req("GET", "/api/status")
+        assert j["paired"] is False and "log" not in j
+        assert len([l for l in w.crier.lines() if "button volume_down: press" in l]) == 1
     finally:
         w.stop()
 
