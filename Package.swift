@@ -61,7 +61,9 @@ let package = Package(
         .systemLibrary(name: "CCurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CMpg123", pkgConfig: "libmpg123", providers: [.apt(["libmpg123-dev"])]),
         // The local page for phones (docs/setup.md): libmicrohttpd, one shim, one thin adapter.
-        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        // No pkgConfig: libmicrohttpd.pc has `Requires.private: gnutls`, so its cflags need
+        // gnutls.pc (and add p11-kit's include dir) for nothing; microhttpd.h is on the default path.
+        .systemLibrary(name: "CMicroHTTPD", providers: [.apt(["libmicrohttpd-dev"])]),
 
         .target(name: "CrierCore"),
         .target(name: "CrierPosix", dependencies: ["CrierCore"]),
