@@ -415,3 +415,15 @@ extension WebRulesTests {
         #expect(!wpa.contains("key_mgmt=NONE"))
     }
 }
+
+extension WebRulesTests {
+    @Test func theCodeIsSaidInThePagesLanguage() async {
+        let f = Fake(), l = Lines()
+        let app = Self.app(f, l)
+        var r = Self.post("/api/pair/request", "")
+        r.query = "lang=en"
+        r.headers["accept-language"] = "zh-CN"
+        #expect(await app.handle(r).status == 200)
+        #expect(f.said.withLock { $0.last.map { $0.0 == .en && $0.1.hasPrefix("Pairing code ") && $0.2 } } == true)
+    }
+}

@@ -130,7 +130,7 @@ public enum WebPage {
         paired:'已配对。',saved:'已保存，正在应用…',done:'好的。',muted:'（静音）',none:'—',err:'出错：'},
         en:{up:'connected',down:'not connected',off:'not set',ok:'ok',bad:'degraded',asked:'Listen: the box says four digits. Type them here.',
         paired:'Paired.',saved:'Saved; applying…',done:'Done.',muted:' (muted)',none:'—',err:'Error: '}};
-        var L=T[document.documentElement.lang]||T.en,csrf='',$=function(i){return document.getElementById(i)};
+        var lang=document.documentElement.lang,L=T[lang]||T.en,csrf='',$=function(i){return document.getElementById(i)};
         function say(m){$('msg').textContent=m}
         function req(method,url,data,cb){var x=new XMLHttpRequest();x.open(method,url);
         x.setRequestHeader('Content-Type','application/x-www-form-urlencoded');
@@ -150,11 +150,11 @@ public enum WebPage {
         $('log').textContent=(j.log||[]).join('\\n');
         var f=$('settings');if(!f.dataset.filled&&j.settings){for(var k in j.settings){var e=f.elements[k];if(e)e.value=j.settings[k]}f.dataset.filled='1'}}
         function refresh(){req('GET','/api/status',null,function(c,j){if(c==200)render(j)})}
-        $('ask').onclick=function(){req('POST','/api/pair/request','',function(c,j){say(c==200?L.asked:L.err+j.message)})};
+        $('ask').onclick=function(){req('POST','/api/pair/request?lang='+lang,'',function(c,j){say(c==200?L.asked:L.err+j.message)})};
         $('pairf').onsubmit=function(e){e.preventDefault();req('POST','/api/pair',enc({code:this.elements.code.value}),function(c,j){
         say(c==200?L.paired:L.err+j.message);refresh()})};
         var b=document.querySelectorAll('[data-do]');for(var i=0;i<b.length;i++)b[i].onclick=function(){
-        req('POST','/api/action',enc({csrf:csrf,'do':this.getAttribute('data-do')}),function(c,j){say(c==200?L.done:L.err+j.message);refresh()})};
+        req('POST','/api/action?lang='+lang,enc({csrf:csrf,'do':this.getAttribute('data-do')}),function(c,j){say(c==200?L.done:L.err+j.message);refresh()})};
         $('settings').onsubmit=function(e){e.preventDefault();var o={csrf:csrf},el=this.elements;
         for(var i=0;i<el.length;i++)if(el[i].name)o[el[i].name]=el[i].value;
         req('POST','/api/settings',enc(o),function(c,j){say(c==200?L.saved:L.err+j.message);if(c==200)setTimeout(function(){location.reload()},4000)})};
