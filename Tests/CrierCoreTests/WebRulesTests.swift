@@ -427,3 +427,21 @@ extension WebRulesTests {
         #expect(f.said.withLock { $0.last.map { $0.0 == .en && $0.1.hasPrefix("Pairing code ") && $0.2 } } == true)
     }
 }
+
+extension WebRulesTests {
+    @Test func webListenReadsBackAndRefusesWhatCannotBeBound() {
+        for (text, shown) in [("off", "off"), ("0.0.0.0:80", "0.0.0.0:80"), ("8080", "0.0.0.0:8080"), ("[::]:80", "[::]:80"),
+                              ("127.0.0.1:8080", "127.0.0.1:8080"), ("OFF", "off")] {
+            let r = ConfigParser().parse("web.listen = \(text)\n", file: "t")
+            #expect(r.errors.isEmpty, "\(text): \(r.errors)")
+            let rendered = CrierConfig.schema.first { $0.name == "web.listen" }!.value(in: r.config)
+            #expect(rendered == shown)
+            #expect(ConfigParser().parse("web.listen = \(rendered)\n", file: "t").config == r.config)
+        }
+        for bad in ["80000", "localhost:80", "0.0.0.0", "1.2.3:80", "[::1]80", "0.0.0.0:0", "http://0.0.0.0:80"] {
+            let r = ConfigParser().parse("web.listen = \(bad)\n", file: "t")
+            #expect(r.errors.first?.key == "web.listen", "\(bad)")
+            #expect(r.config.web.listen == nil)
+        }
+    }
+}
