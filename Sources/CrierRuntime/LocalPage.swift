@@ -11,6 +11,15 @@ enum LocalPage {
     /// packaged unit: /boot/firmware is read-only to it); crier-config.path applies it as root.
     static func requestPath(runtimeDir: String) -> String { runtimeDir + "/crier.conf.new" }
 
+    /// Replaced durably (FileIO.writeDurably writes 0600), then given back the mode it had, so
+    /// a file others could read stays readable (`crier check-config` as another user).
+    static func writeKeepingMode(_ path: String, _ bytes: [UInt8]) throws(SystemError) {
+        var st = stat()
+        let mode: mode_t = stat(path, &st) == 0 ? st.st_mode & 0o7777 : 0o644
+        try FileIO.writeDurably(path, bytes)
+        _ = chmod(path, mode)
+    }
+
     static func start(config: CrierConfig, configPath: String, daemon: Daemon, runtimeDir: String?,
                       snapshot: @escaping @Sendable () async -> StatusSnapshot, tail: LogTailSink, hub: LogHub) -> WebServer? {
         let log = hub.logger("web")
@@ -63,7 +72,7 @@ enum LocalPage {
             },
             writeConfig: { text in
                 do throws(SystemError) {
-                    try FileIO.writeDurably(configPath, Array(text.utf8))
+                    try writeKeepingMode(configPath, Array(text.utf8))
                 } catch {
                     guard [EACCES, EPERM, EROFS].contains(error.code), let dir = runtimeDir else {
                         log.error("local page: cannot write \(configPath): \(error); settings not saved")
@@ -117,7 +126,7 @@ public enum ApplyConfigCommand {
             return ExitCode.failure
         }
         do throws(SystemError) {
-            try FileIO.writeDurably(target, bytes)
+            try LocalPage.writeKeepingMode(target, bytes)
         } catch {
             FileIO.stderr("crier apply-config: \(error); \(target) unchanged\n")
             return ExitCode.failure

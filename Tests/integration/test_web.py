@@ -224,6 +224,7 @@ def test_settings_keep_the_owners_lines_are_applied_by_reload_and_the_phone_stay
         w.crier.wait_for(r"reloaded: running with the new configuration")
         w.crier.wait_for(r"INFO web: local page listening", count=2)
         text = open(box.conf, encoding="utf-8").read()
+        assert os.stat(box.conf).st_mode & 0o777 == 0o644   # as the owner left it
         assert text.startswith("# the owner's note: keep me\n") and "my.own.key = 1\n" in text
         assert "speech.lang = en\n" in text and 'template.en.new_customer = "Order #{number} please"\n' in text
         r, j, _ = w.req("GET", "/api/status")
