@@ -9,6 +9,7 @@ PKGS=(
   libgpiod-dev gpiod               # GPIO v1 API (same as Raspberry Pi OS bookworm)
   libespeak-ng-dev espeak-ng espeak-ng-data
   python3 python3-pytest           # process-level integration tests (Tests/integration)
+  python3-pytest-xdist             # ... two at a time (scripts/test.sh: pytest -n 2)
   device-tree-compiler             # dtc + fdtoverlay: the Pi audio overlays (Tests/board/test_pi_overlays.py)
   sox socat                        # WAV inspection, benchmarks' peer
   libssl-dev openssl               # TLS link and HMAC-signed orders; openssl makes test certificates

@@ -17,6 +17,13 @@ CRIER = os.path.abspath(os.environ.get("CRIER_BIN") or os.path.join(ROOT, ".buil
 SIM = os.path.abspath(os.environ.get("CRIER_SIM_BIN") or os.path.join(os.path.dirname(CRIER), "crier-sim"))
 
 
+def pytest_configure(config):
+    # scripts/test.sh runs the tier two at a time (pytest-xdist, `-n 2 -m "not serial"`), then
+    # the tests marked serial one at a time with nothing beside them.
+    config.addinivalue_line("markers", "serial: measures time on the machine (audio continuity, "
+                            "preemption or fade latency, a cadence); run alone, not beside another test")
+
+
 @pytest.fixture
 def box(tmp_path):
     return Box(tmp_path)
@@ -42,8 +49,14 @@ class Box:
         # The default control socket is a fixed path (/run/crier, created when root): every
         # test gets its own unless it names one, so concurrent runs never reach each other.
         # Appended, so the line numbers a test checks stay where it wrote them.
-        if "control.socket" not in text:
-            text += ("" if text.endswith("\n") or not text else "\n") + "control.socket = %s\n" % (self.tmp / "box-control.sock")
+        # The same for the other paths whose defaults are shared by every daemon on the machine
+        # (/var/lib/crier/state and its .acks outbox, /var/lib/crier for update downloads):
+        # tests run side by side (pytest -n 2, scripts/test.sh) must not read each other's.
+        for key, value in (("control.socket", self.tmp / "box-control.sock"),
+                           ("state.path", self.tmp / "box-state"),
+                           ("update.dir", self.tmp)):
+            if key not in text:
+                text += ("" if text.endswith("\n") or not text else "\n") + "%s = %s\n" % (key, value)
         with open(self.conf, "w") as f:
             f.write(text)
 

@@ -394,6 +394,8 @@ def test_link_down_prompt_is_spoken_and_no_order_is_needed_to_start(box):
     assert first_loud(x) is not None
 
 
+# serial: asserts the watchdog cadence (0.3-0.8 of WATCHDOG_USEC).
+@pytest.mark.serial
 def test_systemd_notify_ready_status_watchdog_stopping_and_status_socket(box):
     sock_path = str(box.tmp / "notify.sock")
     ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)

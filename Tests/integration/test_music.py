@@ -10,6 +10,8 @@ import subprocess
 import threading
 import time
 
+import pytest
+
 from conftest import CRIER, read_wav, rms
 from test_daemon import Proc
 
@@ -95,6 +97,8 @@ def run_alert(box, music_extra):
     return d, st, rate, x
 
 
+# serial: duck attack/release measured to 20 ms in the capture.
+@pytest.mark.serial
 def test_music_ducks_under_an_alert_and_comes_back(box, tmp_path_factory):
     music = box.tmp / "music"
     music.mkdir()
@@ -211,6 +215,8 @@ def test_empty_directory_is_logged_once_then_music_starts_when_files_appear(box)
     assert max(lv[-60:]) > 0.01, "music plays once the file is there"
 
 
+# serial: the length of the FIFO's silent gap is measured to ±0.2 s.
+@pytest.mark.serial
 def test_fifo_writer_stops_and_comes_back(box):
     fifo = box.tmp / "music.pcm"
     daemon_conf(box, "music.source = fifo:%s\nmusic.fifo_format = 44100:16:2\n" % fifo)

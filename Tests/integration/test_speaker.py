@@ -157,6 +157,8 @@ def assert_log_matches_acks(err, acks):
         assert sent.get(oid, []) == statuses, "%s: log says %r, acks say %r" % (oid, statuses, sent.get(oid))
 
 
+# serial: which orders were heard depends on where the SIGTERM lands in the speech, in wall time.
+@pytest.mark.serial
 def test_sigterm_in_a_coalesced_announcement_acks_only_the_orders_heard(box):
     srv = RawServer()
     crier = run_crier(box, srv.port, "status.on_start = off\nstatus.on_link_up = off\n")
@@ -204,6 +206,8 @@ def test_sigterm_in_a_coalesced_announcement_acks_only_the_orders_heard(box):
     assert_log_matches_acks(err, acks)
 
 
+# serial: asserts the preemption latency (< 2.5 s) and when expiry is noticed, in wall time.
+@pytest.mark.serial
 def test_a_more_urgent_order_interrupts_a_long_text_and_expiry_is_noticed_while_it_plays(box):
     srv = RawServer()
     crier = run_crier(box, srv.port, "status.on_start = off\nstatus.on_link_up = off\n")
@@ -283,6 +287,8 @@ def test_speech_cut_at_max_seconds_is_said_once_and_acked_and_the_next_order_fol
     assert_log_matches_acks(err, acks)
 
 
+# serial: asserts a 250 ms start and no 300 ms gap in the speech: a starved audio thread fails it.
+@pytest.mark.serial
 def test_an_order_during_a_status_prompt_starts_at_once_while_the_prompt_fades(box):
     """Issue 16: the order does not wait for the cut prompt's queued audio to play out (before:
     `queued` → `prompt cut short` → `saying` took a buffer, ~90 ms with the default 80 ms buffer,
@@ -319,6 +325,8 @@ def test_an_order_during_a_status_prompt_starts_at_once_while_the_prompt_fades(b
     assert quiet < 0.3 * rate, "a silent gap of %.0f ms inside the speech" % (quiet * 1000 / rate)
 
 
+# serial: orders sent within milliseconds of the first clip's start: the race it tests needs the machine.
+@pytest.mark.serial
 def test_an_order_begun_by_an_idle_speaker_keeps_every_rule_whatever_comes_right_behind(box):
     """Issue 16: an order that finds the speaker loop asleep is begun in the link event's own
     turn (`Daemon.beginIfIdle`), before the loop has woken. Whatever comes right behind it, in
