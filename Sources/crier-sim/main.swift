@@ -23,6 +23,7 @@ let usage = """
 
 typealias Args = CommandArgs
 extension CommandArgs {
+    // The usage lines say crier-sim (CommandArgs' own init, with program "crier", is crier's).
     init(rest: [String], help: String) { self.init(rest: rest, help: help, program: "crier-sim") }
 }
 func fail(_ message: String, _ help: String) -> Never { CommandArgs.fail(message, help, program: "crier-sim") }
