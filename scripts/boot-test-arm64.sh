@@ -257,7 +257,7 @@ if ((HAVE_CRIER)); then
   # crier version from its package, which scripts/build-deb.sh --target trixie-arm64 (run by
   # build-image.sh --arch arm64) leaves beside crier's (CRIER_SIM_DEB names another).
   ver="$(debugfs -R "cat /var/lib/dpkg/status" "$EXT" 2>/dev/null |
-    awk '/^Package: / { p = ($2 == "crier") } p && /^Version: / { print $2; exit }')"
+    awk '/^Package: / { p = ($2 == "crier") } p && /^Version: / && v == "" { v = $2 } END { print v }')"
   SIM_DEB="${CRIER_SIM_DEB:-$(dirname "$IMG")/crier-sim_${ver}_arm64.deb}"
   [ -f "$SIM_DEB" ] || SIM_DEB="$ROOT/out/crier-sim_${ver}_arm64.deb"
   [ -f "$SIM_DEB" ] || fail "no crier-sim package for the image's crier $ver ($SIM_DEB): build it with scripts/build-deb.sh --target trixie-arm64, or set CRIER_SIM_DEB"
