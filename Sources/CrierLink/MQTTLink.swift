@@ -25,6 +25,8 @@ public final class MQTTLink: OrderLinking {
         /// How long a clean stop waits for the PUBACKs of the last acks (seconds).
         public var stopDrain = 0.5
         public var unixNow: @Sendable () -> Int64 = { Crypto.unixNow() }
+        /// Whether the wall clock is synchronized (NTP), for the signature time rule (tests set it).
+        public var clockSynchronized: @Sendable () -> Bool = { ClockSync.isSynchronized() }
         /// Most ack messages in flight (published, no PUBACK yet).
         public var maxInflight: UInt32 = 64
         public init() {}
@@ -127,7 +129,7 @@ public final class MQTTLink: OrderLinking {
         init(link: MQTTLink) {
             self.link = link
             useV5 = link.config.mqtt.protocolChoice != .v311
-            verifier = link.config.key.map { SignatureVerifier(key: $0, mac: Crypto.hmacSHA256) }
+            verifier = link.config.key.map { SignatureVerifier(key: $0, mac: Crypto.hmacSHA256, startedAt: (link.options.unixNow(), Monotonic.now())) }
         }
 
         func begin(_ run: LinkRun) -> [(String, String)]? {
@@ -580,7 +582,7 @@ public final class MQTTLink: OrderLinking {
         }
         switch message {
         case .order(let o):
-            if let r = verifier?.check(decoded.object ?? JSONObject(), now: options.unixNow()) {
+            if let r = verifier?.check(decoded.object ?? JSONObject(), now: options.unixNow(), synchronized: options.clockSynchronized(), monotonic: Monotonic.now()) {
                 conn.unauthenticated += 1
                 if conn.unauthenticated <= 20 {
                     log.warning("order rejected: \(r.reason.rawValue)", ["server": url, "id": o.id, "reason": r.reason.rawValue, "error": r.message])
@@ -590,7 +592,7 @@ public final class MQTTLink: OrderLinking {
             }
             return .entry(.order(o))
         case .cancel(let id):
-            if let r = verifier?.check(decoded.object ?? JSONObject(), now: options.unixNow()) {
+            if let r = verifier?.check(decoded.object ?? JSONObject(), now: options.unixNow(), synchronized: options.clockSynchronized(), monotonic: Monotonic.now()) {
                 conn.unauthenticated += 1
                 if conn.unauthenticated <= 20 {
                     log.warning("cancel rejected: \(r.reason.rawValue)", ["server": url, "id": id, "reason": r.reason.rawValue, "error": r.message])
@@ -600,7 +602,7 @@ public final class MQTTLink: OrderLinking {
             return .entry(.cancel(id: id))
         case .update(let offer):
             // Not journaled: an offer lost in a restart is offered again by the server.
-            if let r = verifier?.check(decoded.object ?? JSONObject(), now: options.unixNow()) {
+            if let r = verifier?.check(decoded.object ?? JSONObject(), now: options.unixNow(), synchronized: options.clockSynchronized(), monotonic: Monotonic.now()) {
                 conn.unauthenticated += 1
                 if conn.unauthenticated <= 20 {
                     log.warning("update offer rejected: \(r.reason.rawValue)", ["server": url, "version": offer.version, "error": r.message])

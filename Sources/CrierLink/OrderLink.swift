@@ -46,6 +46,8 @@ public final class OrderLink: OrderLinking {
         public var stopDrain = 0.5
         /// Unix seconds for signature time checks (tests shift it).
         public var unixNow: @Sendable () -> Int64 = { Crypto.unixNow() }
+        /// Whether the wall clock is synchronized (NTP), for the signature time rule (tests set it).
+        public var clockSynchronized: @Sendable () -> Bool = { ClockSync.isSynchronized() }
         /// The software version the hello names beside the box's id (docs/protocol.md, section 3);
         /// the booted slot and the last update come from `deviceChanged`.
         public var software: String?
@@ -125,7 +127,7 @@ public final class OrderLink: OrderLinking {
 
         init(link: OrderLink) {
             self.link = link
-            verifier = link.config.key.map { SignatureVerifier(key: $0, mac: Crypto.hmacSHA256) }
+            verifier = link.config.key.map { SignatureVerifier(key: $0, mac: Crypto.hmacSHA256, startedAt: (link.options.unixNow(), Monotonic.now())) }
         }
 
         func begin(_ run: LinkRun) -> [(String, String)]? {
@@ -329,7 +331,7 @@ public final class OrderLink: OrderLinking {
                     case .pong:
                         ackStore.with { $0.pong() }
                     case .order(let o) where welcomed:
-                        if let rejection = verifier?.check(decoded.object ?? JSONObject(), now: options.unixNow()) {
+                        if let rejection = verifier?.check(decoded.object ?? JSONObject(), now: options.unixNow(), synchronized: options.clockSynchronized(), monotonic: Monotonic.now()) {
                             unauthenticated += 1
                             logUnauthenticated(rejection, type: "order", id: o.id, count: unauthenticated, server: server)
                             conn.queue(.ack(Ack(id: o.id, status: .rejected, reason: rejection.reason.rawValue, message: rejection.message)))
@@ -341,7 +343,7 @@ public final class OrderLink: OrderLinking {
                         ackStore.with { _ = $0.redelivered(o.id) }
                         onEvent(.order(o))
                     case .cancel(let id) where welcomed:
-                        if let rejection = verifier?.check(decoded.object ?? JSONObject(), now: options.unixNow()) {
+                        if let rejection = verifier?.check(decoded.object ?? JSONObject(), now: options.unixNow(), synchronized: options.clockSynchronized(), monotonic: Monotonic.now()) {
                             unauthenticated += 1
                             logUnauthenticated(rejection, type: "cancel", id: id, count: unauthenticated, server: server)
                             conn.queue(.error(code: rejection.reason.rawValue, message: "cancel \(id) ignored: \(rejection.message)"))
@@ -349,7 +351,7 @@ public final class OrderLink: OrderLinking {
                         }
                         onEvent(.cancel(id: id))
                     case .update(let offer) where welcomed:
-                        if let rejection = verifier?.check(decoded.object ?? JSONObject(), now: options.unixNow()) {
+                        if let rejection = verifier?.check(decoded.object ?? JSONObject(), now: options.unixNow(), synchronized: options.clockSynchronized(), monotonic: Monotonic.now()) {
                             unauthenticated += 1
                             logUnauthenticated(rejection, type: "update", id: offer.version, count: unauthenticated, server: server)
                             conn.queue(.error(code: rejection.reason.rawValue, message: "update \(offer.version) ignored: \(rejection.message)"))

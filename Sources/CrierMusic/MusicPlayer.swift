@@ -38,7 +38,7 @@ public struct LocalClock: Sendable {
         var t = time(nil)
         var tm = Glibc.tm()
         localtime_r(&t, &tm)
-        let synced = access("/run/systemd/timesync/synchronized", F_OK) == 0
+        let synced = ClockSync.isSynchronized()
         return LocalClock(minute: Int(tm.tm_hour) * 60 + Int(tm.tm_min), second: Int(tm.tm_sec), synchronized: synced)
     }
 }

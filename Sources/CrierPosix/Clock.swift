@@ -29,3 +29,15 @@ public enum WallClock {
         return WallTime(unixMillis: Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000)
     }
 }
+
+/// Whether the wall clock is synchronized (NTP): systemd-timesyncd creates its flag file once it
+/// has set the clock from a server, and the file is gone again at the next boot (/run). A Pi
+/// has no RTC: until then its clock holds the last saved time (the image's build time on a
+/// first boot). Not adjtimex(2)'s STA_UNSYNC: crier.service filters @clock (ProtectClock=),
+/// which denies even a read-only adjtimex. `CRIER_TIMESYNC_FLAG` names another file (tests only).
+public enum ClockSync {
+    public static let defaultFlag = "/run/systemd/timesync/synchronized"
+    public static let flagPath: String = FileIO.env("CRIER_TIMESYNC_FLAG").flatMap { $0.isEmpty ? nil : $0 } ?? defaultFlag
+
+    public static func isSynchronized() -> Bool { access(flagPath, F_OK) == 0 }
+}

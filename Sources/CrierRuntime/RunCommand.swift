@@ -34,6 +34,7 @@ public enum RunCommand {
         let hub = ctx.hub
         let log = hub.logger("runtime")
         hub.limitRepeats()
+        hub.noteClockSteps(monotonic: Monotonic.now)
         let lastError = LastErrorSink()
         hub.add(lastError)
         // The local page's log tail (docs/setup.md), from the first line on.

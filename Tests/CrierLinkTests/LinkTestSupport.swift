@@ -55,6 +55,9 @@ func fastOptions() -> OrderLink.Options {
     var o = OrderLink.Options()
     o.backoff = ReconnectBackoff(base: 0.02, cap: 0.1, healthyAfter: 10)
     o.connectTimeout = 2
+    // The host's clock is taken as synchronized (the ±window rule); tests of the
+    // unsynchronized rule say otherwise.
+    o.clockSynchronized = { true }
     return o
 }
 
@@ -81,10 +84,10 @@ final class WelcomedLink {
     var hello: String?
 
     init(config: (Int) -> LinkConfig = { linkConfig(port: $0) }, deviceID: String = "d",
-         welcome: String? = "{\"type\":\"welcome\"}\n") {
+         welcome: String? = "{\"type\":\"welcome\"}\n", options: OrderLink.Options = fastOptions()) {
         let (log, logs) = makeLog()
         self.logs = logs
-        link = OrderLink(config: config(raw.port), deviceID: deviceID, log: log, options: fastOptions(), onEvent: events.add)
+        link = OrderLink(config: config(raw.port), deviceID: deviceID, log: log, options: options, onEvent: events.add)
         link.start()
         guard raw.accept() else { return }
         hello = raw.readLine()

@@ -1,5 +1,6 @@
 import CrierCore
 import Glibc
+import Synchronization
 import Testing
 @testable import CrierLink
 @testable import CrierSim
@@ -141,5 +142,42 @@ struct SignedOrderLinkTests {
         #expect(eventually { lines.has("ack id=W-1 status=rejected device=box reason=bad_signature") })
         #expect(events.orders.isEmpty)
         #expect(logs.lines.contains { $0.contains("WARN link: order rejected: bad signature") && $0.contains("check server.key on both ends") })
+    }
+}
+
+/// A wall clock for the link that the test steps (issue 35: a Pi's clock steps when NTP syncs).
+private final class SteppedClock: Sendable {
+    let offset = Mutex<Int64>(0)
+    func now() -> Int64 { Crypto.unixNow() + offset.withLock { $0 } }
+}
+
+@Suite("Signed orders through clock steps over a real socket (issue 35)", .serialized)
+struct SignedOrderClockStepTests {
+    @Test("clock not synchronized, the box's wall clock 90 days behind, then +1 year, then 3 hours behind: every order delivered once, every replay refused")
+    func stepsWhileOrdersFlow() {
+        let clock = SteppedClock()
+        clock.offset.withLock { $0 = -90 * 86400 }  // fake-hwclock's last save
+        var options = fastOptions()
+        options.unixNow = { clock.now() }
+        options.clockSynchronized = { false }
+        let t = WelcomedLink(config: { keyedConfig(port: $0) }, options: options)
+        #expect(t.hello != nil)
+        var lines: [String] = []
+        for i in 0..<30 {
+            if i == 10 { clock.offset.withLock { $0 = 365 * 86400 } }
+            if i == 20 { clock.offset.withLock { $0 = -3 * 3600 } }
+            let line = signedLine(Order(id: "C-\(i)", kind: .newCustomer(number: i + 1)), ts: Crypto.unixNow())
+            lines.append(line)
+            t.raw.write(line)
+            #expect(eventually { t.events.orders.count == i + 1 }, "order \(i) not delivered")
+            // The previous order again: refused, never delivered twice.
+            if i > 0 {
+                t.raw.write(lines[i - 1])
+                let r = t.raw.readLine() ?? ""
+                #expect(r.contains(#""id":"C-\#(i - 1)","status":"rejected","reason":"replayed""#), "\(r)")
+            }
+        }
+        #expect(t.events.orders.map(\.id) == (0..<30).map { "C-\($0)" })
+        #expect(!t.logs.lines.contains { $0.contains("reason=stale") })
     }
 }

@@ -11,6 +11,8 @@ public final class LogHub: Sendable {
         var sinks: [any LogSink] = []
         var minimum: LogLevel = .info
         var limiter: RateLimiter?
+        var steps: ClockStepDetector?
+        var monotonic: (@Sendable () -> Double)?
     }
     private let state = Mutex(State())
     private let clock: @Sendable () -> WallTime
@@ -25,14 +27,35 @@ public final class LogHub: Sendable {
     /// Suppresses identical repeated warnings and errors (see `RateLimiter`); off until called.
     public func limitRepeats(_ limiter: RateLimiter = RateLimiter()) { state.withLock { $0.limiter = limiter } }
 
+    /// Writes one `ClockStepDetector.note` line before the first record after the wall clock
+    /// stepped (checked at every record and every `flushRepeats`, so an idle box notes it
+    /// within the flush period too); off until called.
+    public func noteClockSteps(monotonic: @escaping @Sendable () -> Double, threshold: Double = 2) {
+        let wall = clock()
+        state.withLock { s in
+            var d = ClockStepDetector(threshold: threshold)
+            _ = d.observe(wall: wall, monotonic: monotonic())
+            s.steps = d
+            s.monotonic = monotonic
+        }
+    }
+
+    /// The step note, if the clock stepped since the last look (call with the lock held).
+    private func stepNote(_ s: inout State, wall: WallTime) -> LogRecord? {
+        guard s.steps != nil, let mono = s.monotonic, let step = s.steps!.observe(wall: wall, monotonic: mono()) else { return nil }
+        return ClockStepDetector.note(step: step, at: wall)
+    }
+
     public func emit(_ level: LogLevel, _ component: String, _ message: String, _ fields: [(String, String)]) {
         // LogLevel orders by severity (debug < info < ... < error): keep what is at least as
         // severe as the minimum.
         let out: ([any LogSink], [LogRecord])? = state.withLock { s in
-            guard level >= s.minimum else { return nil }
-            let record = LogRecord(time: clock(), level: level, component: component, message: message, fields: fields)
-            guard s.limiter != nil else { return (s.sinks, [record]) }
-            return (s.sinks, s.limiter!.admit(record))
+            let now = clock()
+            let note = stepNote(&s, wall: now).map { [$0] } ?? []
+            guard level >= s.minimum else { return note.isEmpty ? nil : (s.sinks, note) }
+            let record = LogRecord(time: now, level: level, component: component, message: message, fields: fields)
+            guard s.limiter != nil else { return (s.sinks, note + [record]) }
+            return (s.sinks, note + s.limiter!.admit(record))
         }
         guard let (sinks, records) = out else { return }
         for record in records {
@@ -44,8 +67,10 @@ public final class LogHub: Sendable {
     /// every few seconds, and with `final` at shutdown, so every pending count is written.
     public func flushRepeats(final: Bool = false) {
         let out: ([any LogSink], [LogRecord])? = state.withLock { s in
-            guard s.limiter != nil else { return nil }
-            return (s.sinks, final ? s.limiter!.drain(now: clock()) : s.limiter!.flush(now: clock()))
+            let now = clock()
+            let note = stepNote(&s, wall: now).map { [$0] } ?? []
+            guard s.limiter != nil else { return note.isEmpty ? nil : (s.sinks, note) }
+            return (s.sinks, note + (final ? s.limiter!.drain(now: now) : s.limiter!.flush(now: now)))
         }
         guard let (sinks, records) = out else { return }
         for record in records {

@@ -86,24 +86,46 @@ public struct SignatureVerifier: Sendable {
     private var seen: Set<Seen> = []
     /// Messages with `ts <= floor` are refused: they may have been forgotten.
     private var floor = Int64.min
+    /// While the wall clock is not synchronized (a Pi has no RTC: at boot it holds the last
+    /// saved time, never later than the true time): the least the time can be, as unix
+    /// seconds at a monotonic instant. Starts from the wall clock when the link started and is
+    /// raised by each authentic `ts` ahead of it; carried forward on the monotonic clock, so a
+    /// step of the wall clock (NTP, `date -s`) neither lowers nor raises it.
+    private var floorEstimate: (unix: Int64, monotonic: Double)?
 
     private struct Seen: Hashable, Sendable {
         var id: String
         var ts: Int64
     }
 
-    public init(key: [UInt8], mac: @escaping MACFunction, window: Int64 = OrderSigning.window, capacity: Int = 65536) {
+    /// `startedAt`: the wall clock (unix s) and the monotonic clock (s) when the link started,
+    /// the first estimate of the time while the clock is not synchronized; nil: taken at the
+    /// first check.
+    public init(key: [UInt8], mac: @escaping MACFunction, window: Int64 = OrderSigning.window, capacity: Int = 65536,
+                startedAt: (unix: Int64, monotonic: Double)? = nil) {
         self.key = key
         self.mac = mac
         self.window = window
         self.capacity = max(2, capacity)
+        floorEstimate = startedAt
+    }
+
+    /// The least the time can be at `monotonic` (unsynchronized clock), nil before any estimate.
+    public func leastTime(monotonic: Double) -> Int64? {
+        floorEstimate.map { $0.unix + Int64((max(0, monotonic - $0.monotonic)).rounded(.down)) }
     }
 
     public var remembered: Int { seen.count }
 
     /// nil: authentic, fresh and new (and now remembered). Checks in this order: present,
     /// signature, time window, replay; nothing is remembered unless the signature is good.
-    public mutating func check(_ obj: JSONObject, now: Int64) -> SignatureRejection? {
+    ///
+    /// `now` is the wall clock (unix s). `synchronized`: whether it is (NTP; systemd-timesyncd's
+    /// flag). Synchronized, `ts` must be within ±window of `now`. Not synchronized (a Pi at boot,
+    /// before NTP), the wall clock is only a lower bound of the time: `ts` must not be more than
+    /// the window behind the least the time can be (`leastTime`, carried on `monotonic`), and
+    /// may be any amount ahead; an authentic `ts` ahead raises that bound. docs/security.md.
+    public mutating func check(_ obj: JSONObject, now: Int64, synchronized: Bool = true, monotonic: Double = 0) -> SignatureRejection? {
         let type: String
         if case .string(let t)? = obj["type"] { type = t } else { type = "message" }
         guard let sigValue = obj["sig"], sigValue != .null, let tsValue = obj["ts"], tsValue != .null else {
@@ -120,10 +142,22 @@ public struct SignatureVerifier: Sendable {
         guard OrderSigning.constantTimeEqual(expected, sig) else {
             return SignatureRejection(.badSignature, "signature does not match: the order was altered or signed with another key (check server.key on both ends)")
         }
+        if floorEstimate == nil { floorEstimate = (now, monotonic) }
+        var effectiveNow = now
+        if !synchronized {
+            let least = leastTime(monotonic: monotonic) ?? now
+            effectiveNow = least
+            let behind = least.subtractingReportingOverflow(ts)
+            if behind.overflow || behind.partialValue > window {
+                let d = behind.overflow ? UInt64(Int64.max) : behind.partialValue.magnitude
+                return SignatureRejection(.stale, "ts \(ts) is \(d) s behind the least this device's time can be (its clock is not synchronized yet: "
+                                          + "taken from the clock at start and the newest signed order; allowed \(window) s behind); check the server's clock")
+            }
+        }
         let skew = ts.subtractingReportingOverflow(now)
         // magnitude, not abs(): a skew of exactly Int64.min does not overflow the subtraction,
         // and abs() of it traps.
-        if skew.overflow || skew.partialValue.magnitude > window.magnitude {
+        if synchronized, skew.overflow || skew.partialValue.magnitude > window.magnitude {
             let d = skew.overflow ? UInt64(Int64.max) : skew.partialValue.magnitude
             let dir = skew.partialValue > 0 && !skew.overflow ? "ahead of" : "behind"
             return SignatureRejection(.stale, "ts \(ts) is \(d) s \(dir) this device's clock (allowed ±\(window) s); check both clocks (NTP: `timedatectl`)")
@@ -134,8 +168,10 @@ public struct SignatureVerifier: Sendable {
         if ts <= floor || seen.contains(entry) {
             return SignatureRejection(.replayed, "\(type) id \(id) with ts \(ts) was already received; a resend must be signed again with a new ts")
         }
-        if seen.count >= capacity { forget(now: now) }
+        if seen.count >= capacity { forget(now: effectiveNow) }
         seen.insert(entry)
+        // Authentic and new: the time is at least this (what an unsynchronized clock goes by).
+        if let least = leastTime(monotonic: monotonic), ts > least { floorEstimate = (ts, monotonic) }
         return nil
     }
 
