@@ -20,6 +20,8 @@ public protocol OrderLinking: AnyObject, Sendable {
 public enum DeviceChange: Sendable, Equatable {
     case volume(Int)
     case update(slot: String?, lastUpdate: String?)
+    /// Power, temperature, last start (issue 35).
+    case health(DeviceHealth)
 }
 
 extension OrderLinking {
@@ -31,6 +33,7 @@ extension OrderLinking {
     public var isConnected: Bool { driver.isConnected }
     public func presenceChanged(volume: Int) { deviceChanged(.volume(volume)) }
     public func deviceChanged(slot: String?, lastUpdate: String?) { deviceChanged(.update(slot: slot, lastUpdate: lastUpdate)) }
+    public func healthChanged(_ h: DeviceHealth) { deviceChanged(.health(h)) }
     public var config: LinkConfig { driver.config }
     public var deviceID: String { driver.deviceID }
     /// Acks until the server has them (docs/protocol.md, "Ack outbox").

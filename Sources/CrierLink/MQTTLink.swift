@@ -45,6 +45,7 @@ public final class MQTTLink: OrderLinking {
         var statusChanged = false
         var slot: String?
         var lastUpdate: String?
+        var health = DeviceHealth()
     }
     private let shared = Mutex(Shared())
     public let driver: LinkDriver
@@ -81,6 +82,8 @@ public final class MQTTLink: OrderLinking {
                 if s.volume != volume { s.volume = volume; s.statusChanged = true }
             case .update(let slot, let lastUpdate):
                 if s.slot != slot || s.lastUpdate != lastUpdate { s.slot = slot; s.lastUpdate = lastUpdate; s.statusChanged = true }
+            case .health(let h):
+                if s.health != h { s.health = h; s.statusChanged = true }
             }
         }
         wake.wake()
@@ -537,14 +540,15 @@ public final class MQTTLink: OrderLinking {
     /// the session was just subscribed).
     private func publishPresence(_ client: MosquittoClient, _ conn: inout Conn, v5: Bool) {
         guard conn.subscribed else { return }
-        let presence = shared.withLock { s -> (volume: Int?, slot: String?, lastUpdate: String?)? in
+        let presence = shared.withLock { s -> (volume: Int?, slot: String?, lastUpdate: String?, health: DeviceHealth)? in
             guard s.statusChanged else { return nil }
             s.statusChanged = false
-            return (s.volume, s.slot, s.lastUpdate)
+            return (s.volume, s.slot, s.lastUpdate, s.health)
         }
         guard let p = presence else { return }
         let payload = MQTTTopics.statusPayload(online: true, device: deviceID, version: CrierVersion.string, volume: p.volume,
-                                               protocolVersion: v5 ? "5" : "3.1.1", slot: p.slot, lastUpdate: p.lastUpdate)
+                                               protocolVersion: v5 ? "5" : "3.1.1", slot: p.slot, lastUpdate: p.lastUpdate,
+                                               health: p.health)
         if case .success(let mid) = client.publish(topic: topics.status, payload: payload, qos: 1, retain: true) { conn.statusMid = mid }
     }
 

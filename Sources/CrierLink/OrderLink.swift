@@ -60,6 +60,7 @@ public final class OrderLink: OrderLinking {
     private struct Shared {
         var slot: String?
         var lastUpdate: String?
+        var health = DeviceHealth()
     }
     private let shared = Mutex(Shared())
     public let driver: LinkDriver
@@ -110,8 +111,11 @@ public final class OrderLink: OrderLinking {
     /// one hello per connection (the server also sees it in `crier status`). The volume is not
     /// told to a v1 server.
     public func deviceChanged(_ change: DeviceChange) {
-        guard case .update(let slot, let lastUpdate) = change else { return }
-        shared.withLock { $0.slot = slot; $0.lastUpdate = lastUpdate }
+        switch change {
+        case .update(let slot, let lastUpdate): shared.withLock { $0.slot = slot; $0.lastUpdate = lastUpdate }
+        case .health(let h): shared.withLock { $0.health = h }
+        case .volume: break
+        }
     }
 
     /// Acks the server may not have yet (written or not).
@@ -207,7 +211,7 @@ public final class OrderLink: OrderLinking {
         }
         var hello = Hello(device: deviceID, token: config.token)
         hello.software = options.software
-        (hello.slot, hello.lastUpdate) = shared.withLock { ($0.slot, $0.lastUpdate) }
+        (hello.slot, hello.lastUpdate, hello.health) = shared.withLock { ($0.slot, $0.lastUpdate, $0.health) }
         conn.queue(.hello(hello))
         let handshakeDeadline = Monotonic.now() + (options.handshakeTimeout ?? min(10, max(1, 2 * config.heartbeat)))
         var welcomed = false

@@ -56,6 +56,8 @@ public actor Daemon {
     var hardwareVolumeError: String?
 
     var linkPrompts: LinkPromptSchedule
+    /// The under-voltage prompt and the health told to the server (DaemonPower.swift).
+    var power = DaemonPower()
     var linkUp: Bool { linkPrompts.up }
     /// Wi-Fi (issue 19): the supplicant's state and what the box says about it; nil when
     /// crier.conf configures no Wi-Fi.
@@ -322,6 +324,7 @@ public actor Daemon {
                 log.hub.emit(.warning, log.component, "order server unreachable", [("for", Format.fixed(now - (linkPrompts.downSince ?? now), 0) + "s")]
                              + (quiet ? [("prompt", "replaced by the Wi-Fi prompt")] : []))
             }
+            if let p = powerPromptDue(now: now) { statusPrompts.append(p) }
             for ack in queue.expire(now: now) { report(ack) }
             let held = alertsHeld
             var alert: Alert?
@@ -351,6 +354,7 @@ public actor Daemon {
                 if queue.waitingCount == 0, let u = updateTurn(now: now) { wakeAt = min(wakeAt ?? u, u) }
                 if let p = linkPrompts.nextDownPrompt { wakeAt = min(wakeAt ?? p, p) }
                 if let w = wifi?.nextDeadline(now: now) { wakeAt = min(wakeAt ?? w, w) }
+                if let p = power.prompt.nextCheck(lastSaid: lastSaid) { wakeAt = min(wakeAt ?? p, p) }
                 asleep = true
                 await sleep(until: wakeAt)
                 asleep = false
@@ -781,6 +785,7 @@ public actor Daemon {
         }
         // Before the link starts: the first hello / retained status already says it.
         l.deviceChanged(slot: update?.bootedSlot, lastUpdate: lastUpdateSummary)
+        l.healthChanged(power.health)
         return l
     }
 

@@ -81,8 +81,13 @@ public enum RunCommand {
             log.error("\(error)")
             return ExitCode.failure
         }
+        // Filled in once the control socket is ours (the single-instance lock): a second
+        // daemon that is refused must not touch the run record.
+        let powerView = PowerView()
         let snapshot: @Sendable () async -> StatusSnapshot = {
-            await daemon.snapshot(components: supervisor.statuses(), lastError: lastError.lastError)
+            var s = await daemon.snapshot(components: supervisor.statuses(), lastError: lastError.lastError)
+            (s.power, s.lastStart) = powerView.status
+            return s
         }
         // The control socket is the single-instance lock: bound before anything else starts, so
         // a second daemon refuses before it opens the device or connects as the same device id.
@@ -105,6 +110,31 @@ public enum RunCommand {
             }
         }
 
+        // Power, heat and how the last run ended (issue 35 item 2; docs/operations.md).
+        let powerLog = hub.logger("power")
+        let sensors = PowerSensors()
+        let runRecord = RunRecordKeeper(file: RunRecordFile(path: FileIO.directory(of: config.buttons.statePath) + "/crier.run"),
+                                        sensors: sensors, reload: reloadedAt != nil, log: powerLog)
+        let lastStart = runRecord.lastStart
+        if reloadedAt == nil, let l = lastStart {
+            // Under-voltage seen in the boot that ended without a stop: the power supply is the
+            // first suspect.
+            let uv = l == .powerLoss && runRecord.previous?.underVoltageSeen == true
+            log.hub.emit(l == .clean || l == .first ? .info : .notice, log.component, "last start: \(l.words)",
+                         [("last_start", l.rawValue)] + (uv ? [("under_voltage_before", "yes: the power supply is the first suspect")] : []))
+        }
+        await daemon.preparePowerPrompt(enabled: config.status.onUnderVoltage, saidThisBoot: runRecord.current.powerPromptSaid,
+                                        onSaid: { runRecord.change { $0.powerPromptSaid = true } })
+        let monitor = PowerMonitor(sensors: sensors, log: powerLog) { r, events, status in
+            if r.occurred.contains(.underVoltage) { runRecord.change { $0.underVoltageSeen = true } }
+            let health = events.isEmpty ? nil : DeviceHealth(status, lastStart: lastStart)
+            Task { await daemon.powerReading(r, health: health) }
+        }
+        let firstPower = monitor.poll()
+        if firstPower.reading.occurred.contains(.underVoltage) { runRecord.change { $0.underVoltageSeen = true } }
+        await daemon.powerReading(firstPower.reading, health: DeviceHealth(firstPower.status, lastStart: lastStart))
+        do { try monitor.start() } catch { powerLog.warning("no thread for the power monitor: \(error); power and temperature are read once, at start") }
+        powerView.set(monitor: monitor, lastStart: lastStart)
         await daemon.start()
         let web = LocalPage.start(config: config, configPath: ctx.loaded.path, daemon: daemon,
                                   runtimeDir: control.map { FileIO.directory(of: $0.path) },
@@ -184,6 +214,7 @@ public enum RunCommand {
         }
         statusTask.cancel()
         petTask.cancel()
+        monitor.stop()
         backstop.stage("closing the control socket and the local page")
         control?.close()
         web?.stop()
@@ -200,6 +231,8 @@ public enum RunCommand {
         switch end {
         case .exit(let code):
             signalTask.cancel()
+            // A stop that ran to its end: the next start says "after a clean stop".
+            if code == ExitCode.ok { runRecord.stopped() }
             return code
         case .reload(let t):
             log.info("reload: starting again in place with the new configuration", ["after": Format.fixed(Monotonic.now() - t, 2) + "s"])
@@ -207,6 +240,16 @@ public enum RunCommand {
             log.error("reload failed: \(e); exiting so systemd restarts crier with the new configuration")
             return ExitCode.failure
         }
+    }
+}
+
+/// What `crier status` shows of power and the last start, once the monitor runs.
+final class PowerView: Sendable {
+    private let state = Mutex<(monitor: PowerMonitor?, lastStart: LastStart?)>((nil, nil))
+    func set(monitor: PowerMonitor, lastStart: LastStart?) { state.withLock { $0 = (monitor, lastStart) } }
+    var status: (PowerStatus?, LastStart?) {
+        let (m, l) = state.withLock { ($0.monitor, $0.lastStart) }
+        return (m?.status, l)
     }
 }
 

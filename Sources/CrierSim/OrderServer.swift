@@ -392,7 +392,8 @@ public final class OrderServer: Sendable {
                 c.device = h.device
                 c.queue(.welcome)
                 emit("device connected", [("device", h.device), ("addr", c.addr)]
-                     + [("software", h.software), ("slot", h.slot), ("last_update", h.lastUpdate)].compactMap { k, v in v.map { (k, $0) } })
+                     + [("software", h.software), ("slot", h.slot), ("last_update", h.lastUpdate), ("power", h.health.power),
+                        ("temp_c", h.health.tempC.map(String.init)), ("last_start", h.health.lastStart)].compactMap { k, v in v.map { (k, $0) } })
                 if let u = config.updateOffer {
                     c.queue(.update(u))
                     emit("update offered", [("device", h.device), ("version", u.version), ("url", ShownURL.redacted(u.url))])

@@ -117,7 +117,7 @@ public struct MQTTTopics: Sendable, Equatable {
     /// The retained presence message: `online` with what a fleet dashboard wants to see, or
     /// the last will `offline`.
     public static func statusPayload(online: Bool, device: String, version: String, volume: Int?, protocolVersion: String?,
-                                     slot: String? = nil, lastUpdate: String? = nil) -> [UInt8] {
+                                     slot: String? = nil, lastUpdate: String? = nil, health: DeviceHealth = DeviceHealth()) -> [UInt8] {
         var o = JSONObject()
         o["type"] = .string("status")
         o["state"] = .string(online ? "online" : "offline")
@@ -129,6 +129,7 @@ public struct MQTTTopics: Sendable, Equatable {
             // As the v1 hello's `slot` and `last_update` (docs/protocol.md, section 3).
             if let s = slot { o["slot"] = .string(s) }
             if let u = lastUpdate { o["last_update"] = .string(u) }
+            health.add(to: &o)
         }
         return JSON.write(.object(o))
     }

@@ -111,6 +111,8 @@ public struct Hello: Sendable, Equatable, CustomStringConvertible, CustomDebugSt
     public var software: String?
     public var slot: String?
     public var lastUpdate: String?
+    /// Power, temperature and how the last run ended (issue 35; docs/protocol.md, section 3).
+    public var health = DeviceHealth()
 
     public init(protocolVersion: Int = ProtocolCodec.version, device: String, token: String?) {
         self.protocolVersion = protocolVersion

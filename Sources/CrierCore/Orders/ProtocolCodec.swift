@@ -129,6 +129,9 @@ public enum ProtocolCodec {
             h.software = try r.optionalString("software")
             h.slot = try r.optionalString("slot")
             h.lastUpdate = try r.optionalString("last_update")
+            h.health.power = try r.optionalString("power")
+            h.health.tempC = r.present("temp_c") ? try r.int("temp_c") : nil
+            h.health.lastStart = try r.optionalString("last_start")
             return .hello(h)
         case "welcome":
             return .welcome
@@ -238,6 +241,7 @@ public enum ProtocolCodec {
             if let v = h.software { o["software"] = .string(v) }
             if let v = h.slot { o["slot"] = .string(v) }
             if let v = h.lastUpdate { o["last_update"] = .string(v) }
+            h.health.add(to: &o)
         case .welcome, .ping, .pong, .unknown:
             break
         case .update(let u):

@@ -8,6 +8,8 @@ public struct StatusPromptConfig: Sendable, Equatable {
     public var linkDownAfter = 30.0
     /// Seconds between repeats while it stays down.
     public var linkDownRepeat = 60.0
+    /// Say "电源电压不足，请更换电源" once per boot when the Pi's firmware reports under-voltage.
+    public var onUnderVoltage = true
 
     static let keys: [ConfigKey] = [
         ConfigKey("status.on_start", section: "status prompts", default: "on",
@@ -30,5 +32,9 @@ public struct StatusPromptConfig: Sendable, Equatable {
                   doc: "Seconds between repeats of the failure prompt while the link stays down.",
                   apply: { c, v throws(ConfigValueError) in c.status.linkDownRepeat = try ConfigValue.number(v, 10...3600) },
                   render: { ConfigValue.fmt($0.status.linkDownRepeat) }),
+        ConfigKey("status.on_under_voltage", section: "status prompts", default: "on",
+                  doc: "Say \"电源电压不足，请更换电源\" / \"The power supply is too weak\" once per boot, at a quiet moment, when the Pi's firmware reports under-voltage.",
+                  apply: { c, v throws(ConfigValueError) in c.status.onUnderVoltage = try ConfigValue.bool(v) },
+                  render: { $0.status.onUnderVoltage ? "on" : "off" }),
     ]
 }

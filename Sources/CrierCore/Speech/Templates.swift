@@ -13,6 +13,7 @@ public struct Templates: Sendable, Equatable {
         public static let wifiConnected: Name = "wifi_connected", wifiWrongPassword: Name = "wifi_wrong_password"
         public static let wifiNotFound: Name = "wifi_not_found", wifiNoAddress: Name = "wifi_no_address"
         public static let updated: Name = "updated", updateFailed: Name = "update_failed"
+        public static let powerWeak: Name = "power_weak"
 
         /// Shorthands for code and tests; a new order kind needs none.
         public static let newCustomer = Name(kind: .newCustomer), payment = Name(kind: .payment), text = Name(kind: .text)
@@ -43,6 +44,7 @@ public struct Templates: Sendable, Equatable {
         (.wifiWrongPassword, [], [.zh: "无线网络密码错误", .en: "Wi-Fi password wrong"]),
         (.wifiNotFound, [], [.zh: "未找到无线网络", .en: "Wi-Fi network not found"]),
         (.wifiNoAddress, [], [.zh: "无线网络未获取到地址", .en: "Wi-Fi connected, but no IP address"]),
+        (.powerWeak, [], [.zh: "电源电压不足，请更换电源", .en: "The power supply is too weak"]),
         (.updated, ["version"], [.zh: "已更新到版本{version}", .en: "Updated to version {version}"]),
         (.updateFailed, ["version", "from_version"],
          [.zh: "更新到版本{version}失败，已恢复版本{from_version}", .en: "Update to version {version} failed; back on version {from_version}"]),

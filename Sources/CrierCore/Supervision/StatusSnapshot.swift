@@ -27,6 +27,10 @@ public struct StatusSnapshot: Sendable, Equatable {
     public var update: UpdateStatus?
     /// The audio thread's scheduling (docs/audio.md); nil before the thread has started.
     public var audioThread: ThreadPolicy?
+    /// Power and heat (docs/operations.md); nil before the first reading.
+    public var power: PowerStatus?
+    /// How the previous run ended; nil when unknown (no data partition).
+    public var lastStart: LastStart?
 
     public init(version: String, deviceID: String, time: WallTime, uptime: Double, components: [ComponentStatus],
                 link: LinkStatus, lastError: LogRecord? = nil, volume: Int, volumeMax: Int, muted: Bool,
@@ -207,6 +211,14 @@ public enum StatusFormat {
                 ("policy", .string(p.kind.rawValue)), ("priority", int(p.priority)), ("detail", str(p.detail)),
             ]))))
         }
+        if let p = s.power {
+            fields.append(("power", .object(JSONObject([
+                ("source", .string(p.source)), ("summary", .string(p.summary)),
+                ("now", .array(p.now.map(JSONValue.string))), ("seen", .array(p.seen.map(JSONValue.string))),
+                ("temp_c", num(p.celsius, 1)), ("temp_max_c", num(p.maxCelsius, 1)),
+            ]))))
+        }
+        if let l = s.lastStart { fields.append(("last_start", .string(l.rawValue))) }
         // A separate object after the rest: crier-mark-good reads `"link": {"state": …` as it is.
         if let u = s.update { fields.append(("update", u.json())) }
         let o = JSONObject(fields)
@@ -238,6 +250,8 @@ public enum StatusFormat {
         out += "queue: \(s.queueLength) waiting\n"
         if let m = s.music { out += "music: \(m.line)\n" }
         if let p = s.audioThread { out += "audio thread: \(p.line)\n" }
+        if let p = s.power { out += "power: \(p.line)\n" }
+        if let l = s.lastStart { out += "last start: \(l.words)\n" }
         if let u = s.update { out += u.human() }
         out += "components:\n"
         let width = s.components.map(\.name.count).max() ?? 0
@@ -264,6 +278,7 @@ public enum StatusFormat {
     public static func systemdLine(_ s: StatusSnapshot) -> String {
         var parts = (s.wifi.map { ["wifi \($0.state)"] } ?? []) + ["link \(s.link.state)", "volume \(s.volume)/\(s.volumeMax)\(s.muted ? " muted" : "")",
                      "\(s.queueLength) queued"]
+        if let p = s.power, !p.now.isEmpty { parts.append("power " + p.summary) }
         let down = s.components.filter { $0.state != .running }.map(\.name)
         if !down.isEmpty { parts.append("down: " + down.joined(separator: ",")) }
         return parts.joined(separator: "; ")
