@@ -218,8 +218,11 @@ def test_misbehaving_server(box):
         # Connection 1: garbage, a bad order, then an over-long line.
         c = srv.accept()
         hello = c.read_msg()
-        # no token sent (none configured); software: the version, for the server's fleet view
+        # no token sent (none configured); software: the version, for the server's fleet view;
+        # power and last_start (issue 35: extra fields; temp_c only where there is a sensor)
+        health = {k: hello.pop(k) for k in ("power", "temp_c", "last_start") if k in hello}
         assert hello == {"type": "hello", "protocol": 1, "device": "test-box", "software": hello["software"]} and hello["software"]
+        assert health.get("last_start") == "first" and health.get("power"), health
         c.send(b'{"type":"welcome"}\n')
         c.send(b"this is not json\n")
         err = c.read_until(lambda m: m.get("type") == "error")[-1]
