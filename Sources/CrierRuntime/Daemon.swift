@@ -354,7 +354,7 @@ public actor Daemon {
                 if queue.waitingCount == 0, let u = updateTurn(now: now) { wakeAt = min(wakeAt ?? u, u) }
                 if let p = linkPrompts.nextDownPrompt { wakeAt = min(wakeAt ?? p, p) }
                 if let w = wifi?.nextDeadline(now: now) { wakeAt = min(wakeAt ?? w, w) }
-                if let p = power.prompt.nextCheck(lastSaid: lastSaid) { wakeAt = min(wakeAt ?? p, p) }
+                if let p = power.prompt.nextCheck(lastSaid: lastSaid, now: now) { wakeAt = min(wakeAt ?? p, p) }
                 asleep = true
                 await sleep(until: wakeAt)
                 asleep = false

@@ -127,14 +127,15 @@ struct PowerHealthTests {
         #expect(p.due(now: 100, lastSaid: 0, busy: false) == nil)
         #expect(p.observe(weak))
         #expect(!p.observe(weak))  // already pending
-        #expect(p.v.nextCheck(lastSaid: 98) == 103)
+        #expect(p.v.nextCheck(lastSaid: 98, now: 100) == 103)
+        #expect(p.v.nextCheck(lastSaid: 98, now: 103.5) == nil)  // past: no timer that would fire again and again
         #expect(p.due(now: 100, lastSaid: 98, busy: false) == nil)  // said something 2 s ago
         #expect(p.due(now: 104, lastSaid: 98, busy: true) == nil)   // an order waits
         #expect(p.due(now: 104, lastSaid: 98, busy: false) == .powerWeak)
         #expect(p.v.said)
         #expect(p.due(now: 200, lastSaid: 98, busy: false) == nil)
         #expect(!p.observe(weak))
-        #expect(p.v.nextCheck(lastSaid: 98) == nil)
+        #expect(p.v.nextCheck(lastSaid: 98, now: 100) == nil)
         let again = Ref(UnderVoltagePrompt(saidThisBoot: true))
         #expect(!again.observe(weak))
         let off = Ref(UnderVoltagePrompt(enabled: false))

@@ -290,8 +290,14 @@ public struct UnderVoltagePrompt: Sendable {
         return .powerWeak
     }
 
-    /// When the loop should look again (pending, waiting for quiet), nil otherwise.
-    public func nextCheck(lastSaid: Double) -> Double? { pending ? lastSaid + Self.quietSeconds : nil }
+    /// When the loop should look again: the end of the quiet time, while the prompt waits for
+    /// it; nil otherwise. Not a time already past: a prompt held by something else (mute, a
+    /// full data partition) waits for the poke that ends that, not for a timer (a past
+    /// deadline would wake the loop over and over).
+    public func nextCheck(lastSaid: Double, now: Double) -> Double? {
+        let t = lastSaid + Self.quietSeconds
+        return pending && t > now ? t : nil
+    }
 }
 
 /// What the box tells its server about its health (v1 hello, MQTT retained status): extra
