@@ -1,5 +1,5 @@
 """The local page end to end (docs/setup.md, docs/security.md): a real `crier run` with
-`web.listen` on loopback, the hermetic capture device, and `crier order-sim`.
+`web.listen` on loopback, the hermetic capture device, and `crier-sim order-sim`.
 
 The pairing code: the box says it aloud and never logs it. A test cannot listen to the capture
 and read digits back, so debug builds (what `swift build` makes for the tests) write what the
