@@ -167,6 +167,7 @@ public actor ButtonService {
             case .acknowledge: "acknowledge"
             case .persist: "persist"
             case .setMusic(let on): on ? "music:on" : "music:off"
+            case .openSetup: "setup"
             }
         }.joined(separator: ",")
     }

@@ -64,6 +64,11 @@ public actor Daemon {
     var wifi: WifiMonitor?
     var wpa: WpaControl?
     let wifiLog: Logger
+    /// The setup hotspot (DaemonSetup.swift); nil with `setup.hotspot = off`.
+    var setup: SetupMode?
+    var setupRadio: SetupRadio?
+    /// crier.conf, where a network joined from the setup hotspot is saved.
+    let configPath: String?
 
     /// Slots and update records (DaemonUpdates.swift); nil until `start`.
     var update: UpdateStatus?
@@ -82,8 +87,9 @@ public actor Daemon {
     var speakerFinished = false
     let started = Monotonic.now()
 
-    public init(config: CrierConfig, hub: LogHub) {
+    public init(config: CrierConfig, hub: LogHub, configPath: String? = nil) {
         self.config = config
+        self.configPath = configPath
         self.hub = hub
         log = hub.logger("runtime")
         alertLog = hub.logger("alert")
@@ -98,6 +104,10 @@ public actor Daemon {
         updateLog = hub.logger("update")
         if config.wifi.enabled {
             wifi = WifiMonitor(config: config.wifi, repeatEvery: config.status.linkDownRepeat, now: Monotonic.now())
+        }
+        if config.setup.hotspot {
+            setup = SetupMode(config: config.setup, name: SetupNaming.name(config: config), now: Monotonic.now())
+            setupRadio = SetupRadio(requestPath: config.setup.requestFile, controlPath: config.wifi.controlDir + "/" + config.wifi.interface)
         }
     }
 
@@ -134,6 +144,7 @@ public actor Daemon {
             log.warning("no order server configured; set `server = tcp://HOST:PORT` in crier.conf to receive orders")
         }
         startWifi()
+        try? setupRadio?.request(nil)  // a request left by an earlier run: the radio is the box's again
         // Load the voice data now: the first synthesis of a language reads its dictionaries,
         // which should not be paid by the first order.
         let warm = pipeline
@@ -317,9 +328,11 @@ public actor Daemon {
             }
             let now = Self.now()
             wifiTick(now: now)
+            setupTick(now: now)
             if let p = linkPrompts.due(now: now) {
-                // While Wi-Fi says what is wrong ("password wrong"…), that replaces this prompt.
-                let quiet = wifi?.suppressesLinkDown == true
+                // While Wi-Fi says what is wrong ("password wrong"…), that replaces this prompt;
+                // so does the setup hotspot's (the box is off the network on purpose).
+                let quiet = wifi?.suppressesLinkDown == true || setup?.isOpen == true
                 if !quiet && !statusPrompts.contains(p) { statusPrompts.append(p) }
                 log.hub.emit(.warning, log.component, "order server unreachable", [("for", Format.fixed(now - (linkPrompts.downSince ?? now), 0) + "s")]
                              + (quiet ? [("prompt", "replaced by the Wi-Fi prompt")] : []))
@@ -355,6 +368,7 @@ public actor Daemon {
                 if let p = linkPrompts.nextDownPrompt { wakeAt = min(wakeAt ?? p, p) }
                 if let w = wifi?.nextDeadline(now: now) { wakeAt = min(wakeAt ?? w, w) }
                 if let p = power.prompt.nextCheck(lastSaid: lastSaid, now: now) { wakeAt = min(wakeAt ?? p, p) }
+                if let s = setup?.nextDeadline { wakeAt = min(wakeAt ?? s, s) }
                 asleep = true
                 await sleep(until: wakeAt)
                 asleep = false
@@ -622,12 +636,16 @@ public actor Daemon {
     }
 
     func sayPrompt(_ name: Templates.Name) async {
-        let u = updateWords(name) ?? pipeline.words(.prompt(name), lang: config.speech.lang)
+        let u = updateWords(name) ?? setupWords(name) ?? pipeline.words(.prompt(name), lang: config.speech.lang)
         guard promptGain > 0 else { return }  // muted: prompts are silent (an update's is said at the next start)
         let now = Self.now()
         wifiTick(now: now)
         if let w = wifi, !w.stillTrue(name, linkUp: linkUp, linkDownAfter: config.status.linkDownAfter, now: now) {
             log.info("prompt dropped: no longer true", ["prompt": name.rawValue, "wifi": w.state.rawValue, "link": linkUp ? "up" : "down"])
+            return
+        }
+        if name == .setupHotspot, setup?.promptStillTrue != true {
+            log.info("prompt dropped: no longer true", ["prompt": name.rawValue, "setup": setup?.phase.rawValue ?? "off"])
             return
         }
         let speech = startSpeech([u], gain: promptGain)
@@ -733,7 +751,9 @@ public actor Daemon {
         }
         // A server prompt waiting from before Wi-Fi knew what is wrong: the Wi-Fi one says more.
         if w.suppressesLinkDown { statusPrompts.removeAll { $0 == .linkDown } }
-        if let p = w.due(now: now) {
+        // While the setup hotspot is open, its own outcomes are said instead (the monitor sees
+        // the setup supplicant's tries too).
+        if let p = w.due(now: now), setup?.isOpen != true {
             // A prompt about an earlier state that is still waiting is now wrong.
             statusPrompts.removeAll { $0 != p && [.wifiConnected, .wifiWrongPassword, .wifiNotFound, .wifiNoAddress].contains($0) }
             if p == .wifiConnected { statusPrompts.removeAll { $0 == .linkDown } }
@@ -862,6 +882,8 @@ public actor Daemon {
             musicSwitchedOn = on
             applyMusicLevel()
             log.info(on ? "music on (button)" : "music off (button)")
+        case .openSetup:
+            openSetup(.gesture)
         }
         poke()
     }

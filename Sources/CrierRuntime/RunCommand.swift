@@ -68,7 +68,7 @@ public enum RunCommand {
             notifier = nil
         }
 
-        let daemon = Daemon(config: config, hub: hub)
+        let daemon = Daemon(config: config, hub: hub, configPath: ctx.loaded.path)
         let supervisor: Supervisor
         do {
             var parts: [any SupervisedComponent] = [AudioComponent(daemon: daemon), SpeechComponent(daemon: daemon, deadline: config.speech.deadline)]
@@ -99,7 +99,8 @@ public enum RunCommand {
                 let group: String? = getgrnam("crier") != nil ? "crier" : nil
                 control = try ControlServer.bindDefaultOrFallback(
                     configured: config.log.controlSocket, group: group,
-                    handlers: .init(status: snapshot, say: { lang, text in await daemon.request(lang, text) }),
+                    handlers: .init(status: snapshot, say: { lang, text in await daemon.request(lang, text) },
+                                    setup: { words in await daemon.setupCommand(words) }),
                     log: hub.logger("control"))
             } catch {
                 if case .alreadyRunning = error {

@@ -59,11 +59,15 @@ public final class ControlServer: Sendable {
         public var status: @Sendable () async -> StatusSnapshot
         /// Queues (or speaks) `text` in `lang`; returns a short confirmation, throws to refuse.
         public var say: @Sendable (_ lang: Lang, _ text: String) async throws -> String
+        /// `setup <words>`: the setup hotspot from the console (docs/setup.md); the answer line.
+        public var setup: (@Sendable (_ words: String) async -> String)?
 
         public init(status: @escaping @Sendable () async -> StatusSnapshot,
-                    say: @escaping @Sendable (_ lang: Lang, _ text: String) async throws -> String) {
+                    say: @escaping @Sendable (_ lang: Lang, _ text: String) async throws -> String,
+                    setup: (@Sendable (_ words: String) async -> String)? = nil) {
             self.status = status
             self.say = say
+            self.setup = setup
         }
     }
 
@@ -294,7 +298,7 @@ public final class ControlServer: Sendable {
         switch request {
         case .invalid(let why):
             answer = "error \(why)\n"
-        case .status, .statusText, .say:
+        case .status, .statusText, .say, .setup:
             answer = runHandler(request) ?? "error timed out after \(Int(handlerTimeout.rounded(.up)))s\n"
         }
         ControlServer.reply(fd, answer)
@@ -321,6 +325,12 @@ public final class ControlServer: Sendable {
                     answer = "ok \(ControlRequest.oneLine(detail))\n"
                 } catch {
                     answer = "error \(ControlRequest.oneLine(String(describing: error)))\n"
+                }
+            case .setup(let words):
+                if let h = handlers.setup {
+                    answer = ControlRequest.oneLine(await h(words)) + "\n"
+                } else {
+                    answer = "error this daemon has no setup hotspot\n"
                 }
             case .invalid(let why):
                 answer = "error \(why)\n"
@@ -436,6 +446,8 @@ public enum ControlRequest: Sendable, Equatable {
     case status
     case statusText
     case say(Lang, String)
+    /// `setup open|close|state|rescan|submit HEX-SSID HEX-PSK|- [hidden] [COUNTRY]`.
+    case setup(String)
     case invalid(String)
 
     public init(parsing line: String) {
@@ -455,6 +467,8 @@ public enum ControlRequest: Sendable, Equatable {
             let text = words.count == 3 ? String(words[2]) : ""
             guard !text.allSatisfy({ $0 == " " }) else { self = .invalid("nothing to say"); return }
             self = .say(lang, text)
+        case "setup":
+            self = .setup(words.dropFirst().joined(separator: " "))
         default:
             self = .invalid("unknown request \"\(ControlRequest.oneLine(String(trimmed.prefix(40))))\"; expected status, status text or say <lang> <text>")
         }
@@ -466,6 +480,7 @@ public enum ControlRequest: Sendable, Equatable {
         case .status: "status"
         case .statusText: "status text"
         case .say(let lang, let text): "say \(lang.rawValue) \(ControlRequest.oneLine(text))"
+        case .setup(let words): "setup \(ControlRequest.oneLine(words))"
         case .invalid(let s): s
         }
     }

@@ -19,6 +19,8 @@ let usage = """
       config         print a fully commented example config (--example)
       wifi-config    write wpa_supplicant's file from crier.conf's wifi.* keys (at boot)
       apply-config   write the local page's checked settings into crier.conf (crier-config.service)
+      setup          the setup hotspot of the running daemon: open, close, state, submit SSID
+      setup-ap-config  write the setup hotspot's hostapd/dnsmasq/supplicant files (its unit)
 
     The order simulator and the demo are `crier-sim order-sim` and `crier-sim demo` (package
     crier-sim). Run `crier <command> --help` for a command's options. Config: /boot/firmware/crier.conf
@@ -170,6 +172,44 @@ case "wifi-config":
     a.noUnknownOptions()
     guard a.rest.isEmpty else { fail("wifi-config takes no arguments", help) }
     exit(WifiConfigCommand.run(configPath: file, output: output, group: group))
+case "setup":
+    let help = """
+        usage: crier setup [--config FILE] open|close|state|rescan
+               crier setup [--config FILE] submit [--hidden] [--country CC] SSID   (password: one line on stdin; empty = open)
+          the running daemon's setup hotspot (docs/setup.md), through its control socket
+        """
+    var a = Args(rest: argv, help: help)
+    if a.flag("--help") { print(help); exit(0) }
+    let file = a.value("--config")
+    let hidden = a.flag("--hidden")
+    let country = a.value("--country")
+    a.noUnknownOptions()
+    guard let verb = a.rest.first, ["open", "close", "state", "rescan", "submit"].contains(verb) else { fail("expected open, close, state, rescan or submit", help) }
+    var words = verb
+    if verb == "submit" {
+        guard a.rest.count == 2 else { fail("submit takes one SSID", help) }
+        let psk = readLine(strippingNewline: true) ?? ""
+        words += " " + Hex.encode(Array(a.rest[1].utf8)) + " " + (psk.isEmpty ? "-" : Hex.encode(Array(psk.utf8)))
+        if hidden { words += " hidden" }
+        if let c = country { words += " " + c }
+    } else {
+        guard a.rest.count == 1 else { fail("\(verb) takes no arguments", help) }
+    }
+    exit(SetupCommand.run(configPath: file, words: words))
+case "setup-ap-config":
+    let help = """
+        usage: crier setup-ap-config [--config FILE] [--dir DIR] [--group NAME]
+          writes DIR/hostapd.conf, DIR/dnsmasq.conf and DIR/wpa_supplicant.conf for the setup
+          hotspot (crier-setup-ap.service) and prints the access point's name. Default DIR \(SetupAPConfigCommand.defaultDir).
+        """
+    var a = Args(rest: argv, help: help)
+    if a.flag("--help") { print(help); exit(0) }
+    let file = a.value("--config")
+    let dir = a.value("--dir") ?? SetupAPConfigCommand.defaultDir
+    let group = a.value("--group")
+    a.noUnknownOptions()
+    guard a.rest.isEmpty else { fail("setup-ap-config takes no arguments", help) }
+    exit(SetupAPConfigCommand.run(configPath: file, dir: dir, group: group))
 case "config":
     let help = """
         usage: crier config --example | --markdown

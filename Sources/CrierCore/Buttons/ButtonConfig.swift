@@ -126,6 +126,9 @@ public struct ButtonsConfig: Sendable, Equatable {
     public var repeatMs = 250
     /// A button down longer than this is reported once and ignored until released.
     public var stuckSeconds = 30.0
+    /// Both volume keys held together this long open the setup hotspot (`setup.hold_seconds`;
+    /// 0: no such gesture).
+    public var setupHoldSeconds = 5.0
 
     /// Volume levels above 0; level 0 is the quietest (still audible), `volumeSteps` is full.
     public var volumeSteps = 10

@@ -35,6 +35,8 @@ public enum ControlEffect: Sendable, Equatable {
     case persist(ControlState)
     /// Background music on (true) or off; the level is `music.level_db` either way.
     case setMusic(Bool)
+    /// Both volume keys held together: open the setup hotspot (docs/setup.md).
+    case openSetup
 }
 
 /// Volume level to gain. Level 0 is `minDb` (quiet, never silent: only mute silences),
@@ -159,6 +161,8 @@ public struct Controls: Sendable {
         case (.music, .press):
             musicOn.toggle()
             return [.setMusic(musicOn), .click]
+        case (_, .setupHold):
+            return [.openSetup]
         default:
             return []  // holds without a meaning, stuck/unstuck (the reader logs those)
         }

@@ -21,6 +21,9 @@ public struct Gesture: Sendable, Equatable, CustomStringConvertible {
         case stuck
         /// A stuck (or down-at-start) button was released and works again.
         case unstuck
+        /// Both volume keys held down together for the setup hold (`setup.hold_seconds`):
+        /// open the setup hotspot. Reported on `volume_up`, once per hold.
+        case setupHold
     }
 
     public var action: ButtonAction
@@ -77,12 +80,18 @@ public struct GestureRecognizer: Sendable {
         /// Ignored until released: stuck, or already down when first seen.
         var ignored = false
         var known = false
+        /// Down together with the other volume key: it does not repeat until released.
+        var chorded = false
     }
 
     var lines: [ButtonAction: Line] = [:]
+    /// Seconds both volume keys must be down together for `.setupHold` (0: never).
+    let setupHold: Double
+    var chordFired = false
 
-    public init(_ configs: [ButtonAction: LineConfig]) {
+    public init(_ configs: [ButtonAction: LineConfig], setupHold: Double = 0) {
         for (a, c) in configs { lines[a] = Line(config: c) }
+        self.setupHold = setupHold
     }
 
     /// Recognizer for the fitted buttons of a config.
@@ -93,7 +102,7 @@ public struct GestureRecognizer: Sendable {
                               debounce: Double(spec.debounceMs) / 1000, hold: Double(spec.holdMs) / 1000,
                               repeatEvery: Double(config.repeatMs) / 1000, stuckAfter: config.stuckSeconds)
         }
-        self.init(m)
+        self.init(m, setupHold: config.setupHoldSeconds)
     }
 
     public var actions: [ButtonAction] { lines.keys.sorted() }
@@ -129,6 +138,7 @@ public struct GestureRecognizer: Sendable {
         }
         Self.advance(action, &l, to: t, &out)
         lines[action] = l
+        chord(upTo: t, &out)
         return out
     }
 
@@ -140,7 +150,33 @@ public struct GestureRecognizer: Sendable {
             Self.advance(a, &l, to: now, &out)
             lines[a] = l
         }
+        chord(upTo: now, &out)
         return out.sorted { $0.at < $1.at }
+    }
+
+    /// Both volume keys down (debounced, neither stuck): since when; nil otherwise.
+    var chordSince: Double? {
+        guard setupHold > 0, let u = lines[.volumeUp], let d = lines[.volumeDown],
+              u.down, d.down, !u.ignored, !d.ignored else { return nil }
+        return max(u.downSince, d.downSince)
+    }
+
+    /// The two volume keys held together: neither repeats from then on (until released), and
+    /// after `setupHold` one `.setupHold`. Released: armed again.
+    mutating func chord(upTo t: Double, _ out: inout [Gesture]) {
+        guard setupHold > 0 else { return }
+        guard let since = chordSince else {
+            if lines[.volumeUp]?.down != true || lines[.volumeDown]?.down != true { chordFired = false }
+            for a in [ButtonAction.volumeUp, .volumeDown] where lines[a]?.down == false { lines[a]?.chorded = false }
+            return
+        }
+        lines[.volumeUp]?.chorded = true
+        lines[.volumeDown]?.chorded = true
+        let at = since + setupHold
+        if !chordFired, at <= t {
+            chordFired = true
+            out.append(Gesture(.volumeUp, .setupHold, at: at))
+        }
     }
 
     /// The earliest time a `tick` could produce something; nil while every button rests.
@@ -155,11 +191,12 @@ public struct GestureRecognizer: Sendable {
                 switch l.config.mode {
                 case .immediate: break
                 case .pressOrHold: if !l.holdFired { d = l.downSince + l.config.hold }
-                case .repeating: d = min(d!, Self.repeatTime(l, l.repeats + 1))
+                case .repeating: if !l.chorded { d = min(d!, Self.repeatTime(l, l.repeats + 1)) }
                 }
             }
             if let d, best == nil || d < best! { best = d }
         }
+        if let since = chordSince, !chordFired, best == nil || since + setupHold < best! { best = since + setupHold }
         return best
     }
 
@@ -212,7 +249,7 @@ public struct GestureRecognizer: Sendable {
                 out.append(Gesture(a, .hold, at: holdAt))
             }
         case .repeating:
-            while true {
+            while !l.chorded {
                 let next = repeatTime(l, l.repeats + 1)
                 guard next <= t, next < stuckAt else { break }
                 l.repeats += 1

@@ -240,6 +240,7 @@ public struct CrierConfig: Sendable, Equatable {
     public var log = LogConfig()
     public var supervision = SupervisionConfig()
     public var wifi = WifiConfig()
+    public var setup = SetupConfig()
     public var music = MusicConfig()
     public var voicePacks = VoicePackConfig()
     public var update = UpdateConfig()
@@ -252,7 +253,7 @@ public struct CrierConfig: Sendable, Equatable {
     /// Every key, in the order docs and `crier check-config` print them.
     public static let schema: [ConfigKey] = generalKeys + audioKeys + speechKeys + Templates.keys + AlertConfig.keys
         + StatusPromptConfig.keys + ButtonsConfig.keys + logKeys + SupervisionConfig.keys + MQTTConfig.keys
-        + WifiConfig.keys + MusicConfig.keys + UpdateConfig.keys + VoicePackConfig.keys + WebConfig.keys
+        + WifiConfig.keys + SetupConfig.keys + MusicConfig.keys + UpdateConfig.keys + VoicePackConfig.keys + WebConfig.keys
 
     /// The effective configuration as `key = value` lines, keys in schema order.
     public func rendered(schema: [ConfigKey] = CrierConfig.schema) -> String {

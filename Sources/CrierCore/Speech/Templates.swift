@@ -14,6 +14,7 @@ public struct Templates: Sendable, Equatable {
         public static let wifiNotFound: Name = "wifi_not_found", wifiNoAddress: Name = "wifi_no_address"
         public static let updated: Name = "updated", updateFailed: Name = "update_failed"
         public static let powerWeak: Name = "power_weak"
+        public static let setupHotspot: Name = "setup_hotspot"
 
         /// Shorthands for code and tests; a new order kind needs none.
         public static let newCustomer = Name(kind: .newCustomer), payment = Name(kind: .payment), text = Name(kind: .text)
@@ -48,6 +49,7 @@ public struct Templates: Sendable, Equatable {
         (.updated, ["version"], [.zh: "已更新到版本{version}", .en: "Updated to version {version}"]),
         (.updateFailed, ["version", "from_version"],
          [.zh: "更新到版本{version}失败，已恢复版本{from_version}", .en: "Update to version {version} failed; back on version {from_version}"]),
+        (.setupHotspot, ["code"], [.zh: "请用手机连接 Crier {code} 设置网络", .en: "Connect your phone to Crier {code} to set up the network"]),
     ]
 
     public static let defaults: [Lang: [Name: String]] = {

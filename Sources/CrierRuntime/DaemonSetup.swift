@@ -1,0 +1,198 @@
+import CrierCore
+import CrierPosix
+import CrierSystem
+
+/// The setup hotspot in the daemon (docs/setup.md): `SetupMode` decides, this performs its
+/// effects (the request file for crier-setup-ap.service, scans and tries on their own
+/// threads, the prompts, saving the network) and feeds it the network's state.
+extension Daemon {
+    /// Called from the speaker loop with the Wi-Fi monitor's and the link's state.
+    func setupTick(now: Double) {
+        guard var s = setup else { return }
+        let working = wifi?.state == .online || linkUp
+        var out = s.network(working: working, now: now)
+        out += s.tick(now: now)
+        setup = s
+        performSetup(out, now: now)
+    }
+
+    /// Opens the hotspot (the gesture, or the page through `setupOpen`).
+    func openSetup(_ why: SetupReason) {
+        guard var s = setup else {
+            hub.logger("setup").notice("setup hotspot requested but setup.hotspot = off in crier.conf", ["by": why.rawValue])
+            return
+        }
+        let out = s.open(why, now: Self.now())
+        setup = s
+        performSetup(out, now: Self.now())
+        poke()
+    }
+
+    /// What the page calls (CrierHTTP). Each call counts as use (the idle timer restarts).
+    public func setupState() -> SetupPortal.State? {
+        guard var s = setup else { return nil }
+        s.used(now: Self.now())
+        setup = s
+        return SetupPortal.state(s, configuredCountry: config.wifi.country, now: Self.now())
+    }
+
+    public func setupOpen() { openSetup(.page) }
+
+    public func setupRescan() {
+        guard var s = setup else { return }
+        let out = s.rescan(now: Self.now())
+        setup = s
+        performSetup(out, now: Self.now())
+    }
+
+    /// The page's form: validated here (the same rule as for the page's own checks); a
+    /// refusal comes back at once, an accepted network is tried and its outcome said aloud
+    /// and shown in `setupState().lastOutcome`.
+    public func setupSubmit(ssid: String, psk: String, hidden: Bool, country: String?) -> SetupNetwork.Problem? {
+        guard var s = setup else { return nil }
+        switch SetupNetwork.validate(ssid: ssid, psk: psk, hidden: hidden, country: country, configuredCountry: config.wifi.country) {
+        case .failure(let p):
+            hub.logger("setup").info("network refused", ["field": p.field, "why": p.code.rawValue])
+            return p
+        case .success(let n):
+            let out = s.submit(n, now: Self.now())
+            setup = s
+            performSetup(out, now: Self.now())
+            return nil
+        }
+    }
+
+    public func setupClose() {
+        guard var s = setup else { return }
+        let out = s.close(.page)
+        setup = s
+        performSetup(out, now: Self.now())
+    }
+
+    /// The control socket's `setup …` (the console, the VM test): `open`, `close`, `state`
+    /// (the page's JSON), `rescan`, `submit HEX-SSID HEX-PSK|- [hidden] [COUNTRY]` (hex: any
+    /// bytes fit on the one request line; `-` is an open network).
+    public func setupCommand(_ words: String) -> String {
+        let w = words.split(separator: " ").map(String.init)
+        guard setup != nil else { return "error setup.hotspot = off in crier.conf" }
+        switch w.first {
+        case "open": setupOpen(); return "ok " + (setup?.phase.rawValue ?? "")
+        case "close": setupClose(); return "ok closed"
+        case "rescan": setupRescan(); return "ok"
+        case "state": return setupState().map(SetupPortal.json) ?? "error no setup"
+        case "submit":
+            guard w.count >= 3, let ssid = Hex.decode(w[1]), let psk = w[2] == "-" ? [] : Hex.decode(w[2]) else {
+                return "error expected submit HEX-SSID HEX-PSK|- [hidden] [COUNTRY]"
+            }
+            let hidden = w.dropFirst(3).contains("hidden")
+            let country = w.dropFirst(3).first { $0 != "hidden" }
+            guard setup?.phase == .open else { return "error the setup hotspot is \(setup?.phase.rawValue ?? "off"), not open" }
+            if let p = setupSubmit(ssid: String(decoding: ssid, as: UTF8.self), psk: String(decoding: psk, as: UTF8.self), hidden: hidden, country: country) {
+                return "error \(p.field) \(p.code.rawValue): \(p.message)"
+            }
+            return "ok trying"
+        default:
+            return "error expected setup open, close, state, rescan or submit"
+        }
+    }
+
+    func setupScanned(_ list: [ScannedNetwork]?) {
+        guard var s = setup else { return }
+        let log = hub.logger("setup")
+        if let list {
+            log.info("scan", ["networks": list.count])
+        } else {
+            log.warning("scan failed: no answer from the setup supplicant at \(config.wifi.controlDir)/\(config.wifi.interface) (is crier-setup-ap.service running? journalctl -u crier-setup-ap); the page lists no networks, a name can still be typed")
+        }
+        let out = s.scanned(list ?? [], now: Self.now())
+        setup = s
+        if s.phase == .open {
+            log.notice("setup hotspot open", ["ap": s.name.ssid, "by": s.openedBy?.rawValue ?? "?",
+                                              "closes_after": ConfigValue.fmt(config.setup.closeAfterMinutes) + "min unused"])
+        }
+        performSetup(out, now: Self.now())
+        poke()
+    }
+
+    func setupTried(_ outcome: SetupTryOutcome, ssid: String) {
+        guard var s = setup else { return }
+        let log = hub.logger("setup")
+        switch outcome {
+        case .connected: log.notice("network tried: connected", ["ssid": ssid])
+        case .wrongPassword: log.warning("network tried: Wi-Fi password wrong", ["ssid": ssid])
+        case .notFound: log.warning("network tried: not found within \(ConfigValue.fmt(config.setup.tryTimeout)) s", ["ssid": ssid])
+        case .failed: log.error("network tried: the setup supplicant did not take the network (no control socket or a command refused)", ["ssid": ssid])
+        }
+        let out = s.tried(outcome, now: Self.now())
+        setup = s
+        performSetup(out, now: Self.now())
+        poke()
+    }
+
+    func performSetup(_ effects: [SetupEffect], now: Double) {
+        guard let radio = setupRadio else { return }
+        let log = hub.logger("setup")
+        for e in effects {
+            switch e {
+            case .startAP, .station:
+                let m: SetupRadio.Mode = e == .startAP ? .ap : .station
+                do throws(SystemError) { try radio.request(m) } catch {
+                    log.error("cannot ask for \(m.rawValue) mode: \(error); check that crier-setup-ap.path is enabled and \(radio.requestPath)'s directory is crier's")
+                }
+            case .scan:
+                runDetached("crier-setup-scan") { let l = radio.scan(); Task { await self.setupScanned(l) } }
+            case .tryNetwork(let n):
+                let timeout = config.setup.tryTimeout, ssid = n.ssid.text
+                log.info("trying network", ["ssid": ssid, "security": n.psk == .open ? "open" : "wpa", "hidden": n.hidden])
+                runDetached("crier-setup-try") {
+                    let o = radio.tryNetwork(n, timeout: timeout)
+                    Task { await self.setupTried(o, ssid: ssid) }
+                }
+            case .stop:
+                do throws(SystemError) { try radio.request(nil) } catch {
+                    log.error("cannot end setup mode: \(error)")
+                }
+                log.notice("setup hotspot closed", ["by": setup?.closedBy?.rawValue ?? "?"])
+            case .save(let n):
+                saveSetupNetwork(n)
+            case .say(let name):
+                if !statusPrompts.contains(name) { statusPrompts.append(name) }
+            }
+        }
+    }
+
+    func runDetached(_ name: String, _ body: @escaping @Sendable () -> Void) {
+        do throws(SystemError) { try PosixThread.detach(name: name, body) } catch {
+            hub.logger("setup").error("cannot start a thread (\(error)); setup step skipped")
+        }
+    }
+
+    /// The joined network into crier.conf (for the next start) and into the Wi-Fi monitor now.
+    func saveSetupNetwork(_ n: SetupNetwork) {
+        let log = hub.logger("setup")
+        if let path = configPath {
+            let old = (try? FileIO.read(path)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+            do throws(SystemError) {
+                try FileIO.writeDurably(path, Array(n.edited(conf: old).utf8))
+                log.notice("network saved to crier.conf", ["file": path, "ssid": n.ssid.text, "keys": n.confLines.map(\.key).joined(separator: ",")])
+            } catch {
+                log.error("cannot save the network to \(path): \(error); the box stays on it until it restarts, then set wifi.ssid and wifi.psk there by hand")
+            }
+        }
+        var w = wifi?.config ?? config.wifi
+        w.ssid = n.ssid
+        w.psk = n.psk
+        w.hidden = n.hidden
+        if let c = n.country { w.country = c }
+        wpa?.stop()
+        wpa = nil
+        wifi = WifiMonitor(config: w, repeatEvery: config.status.linkDownRepeat, now: Self.now())
+        startWifi()
+    }
+
+    /// The setup prompt's words: the template with the code digit by digit.
+    func setupWords(_ name: Templates.Name) -> Utterance? {
+        guard name == .setupHotspot, let s = setup else { return nil }
+        return pipeline.words(.filled(.setupHotspot, ["code": s.name.spokenCode]), lang: config.speech.lang)
+    }
+}
