@@ -173,6 +173,9 @@ check "root: crier-wifi-config.service enabled" exists /etc/systemd/system/multi
 check "root: crier-wpa-supplicant.service starts with wlan0" exists /etc/systemd/system/sys-subsystem-net-devices-wlan0.device.wants/crier-wpa-supplicant.service
 check "root: Debian's wpa_supplicant.service masked" sh -c "debugfs -R 'stat /etc/systemd/system/wpa_supplicant.service' '$EXT' 2>/dev/null | grep -q 'Fast link dest: \"/dev/null\"'"
 check "root: networkd: 80-wifi.network (DHCP on wlan*, route metric 600)" sh -c "debugfs -R 'cat /etc/systemd/network/80-wifi.network' '$EXT' 2>/dev/null | grep -qx 'RouteMetric=600'"
+check "root: setup hotspot: hostapd, dnsmasq" sh -c "debugfs -R 'stat /usr/sbin/hostapd' '$EXT' 2>&1 | grep -q '^Inode:' && debugfs -R 'stat /usr/sbin/dnsmasq' '$EXT' 2>&1 | grep -q '^Inode:'"
+check "root: crier-setup-ap.path enabled" exists /etc/systemd/system/multi-user.target.wants/crier-setup-ap.path
+check "root: crier-setup-ap helper" exists /usr/local/sbin/crier-setup-ap
 check "root: networkd: 80-wired.network preferred (route metric 100)" sh -c "debugfs -R 'cat /etc/systemd/network/80-wired.network' '$EXT' 2>/dev/null | grep -qx 'RouteMetric=100'"
 if [ "$ARCH" = arm64 ]; then
   # firmware-brcm80211 (non-free-firmware): the firmware of the Pi 3/Zero 2 W (43430) and

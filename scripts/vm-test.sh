@@ -45,7 +45,8 @@ APT_LOCK=(-o DPkg::Lock::Timeout=600)
 # tools the guest scenarios use (aplay/arecord/amixer, gpioinfo/gpioget, python3) come from here.
 HOST_PKGS=(qemu-system-x86 busybox-static cpio kmod xz-utils gcc-12 make libc6-dev
            python3 alsa-utils gpiod socat sox
-           hostapd wpasupplicant iw)   # the Wi-Fi scenario (8-wifi): AP, supplicant, netns moves
+           hostapd wpasupplicant iw    # the Wi-Fi scenario (8-wifi): AP, supplicant, netns moves
+           dnsmasq-base)               # the setup hotspot (13-hotspot): DHCP and DNS for the phone
 ensure_host_pkgs() {
   local missing=() p
   for p in "${HOST_PKGS[@]}"; do
@@ -227,7 +228,7 @@ run_scenario() {
   if [ "$name" != smoke ] && [ ! -x "$CRIER_BIN" ]; then
     log "no crier binary at $CRIER_BIN (swift build, or set CRIER_BIN)"; return 1
   fi
-  case "$name" in *wifi*) prepare_wifi; export CRIER_VM_WIFI_MODULES="$KDIR/wifi" ;; esac
+  case "$name" in *wifi*|*hotspot*) prepare_wifi; export CRIER_VM_WIFI_MODULES="$KDIR/wifi" ;; esac
   python3 "$VMDIR/host.py" --kdir "$KDIR" --repo "$ROOT" --scenario "$name"
 }
 

@@ -43,6 +43,14 @@ if [ -x "$root/usr/sbin/wpa_supplicant" ]; then
   in_root systemctl enable crier-wifi-config.service crier-wpa-supplicant.service
   in_root systemctl mask wpa_supplicant.service
 fi
+#    The setup hotspot (docs/setup.md): crier-setup-ap.path starts crier-setup-ap.service
+#    (hostapd + dnsmasq, as root with CAP_NET_*) when crier asks through /run/crier/setup-ap.
+#    Debian's own hostapd.service and dnsmasq.service (when the full package is there) never run.
+if [ -x "$root/usr/sbin/hostapd" ]; then
+  in_root systemctl enable crier-setup-ap.path
+  in_root systemctl disable hostapd.service 2>/dev/null || true
+  in_root systemctl mask hostapd.service dnsmasq.service
+fi
 
 #    The local page (docs/setup.md): http://DEVICE-ID.local/ through avahi-daemon, the host
 #    name set from crier.conf's device.id at each boot, the page advertised as _http._tcp.

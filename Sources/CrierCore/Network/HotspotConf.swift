@@ -75,6 +75,8 @@ public enum HotspotConf {
             dhcp-authoritative
             dhcp-leasefile=\(dir)/dnsmasq.leases
             pid-file=\(dir)/dnsmasq.pid
+            # stays root: crier-setup-ap.service gives it no capability a user change would drop
+            user=root
             log-dhcp
 
             """

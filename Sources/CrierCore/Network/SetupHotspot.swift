@@ -350,8 +350,9 @@ public enum SetupReason: String, Sendable, Equatable {
 ///   Crier NNNN to set up the network" at once and every `repeatEvery` seconds (not while a
 ///   try is under way).
 /// - A try: station mode, the network added through the control interface; its outcome is
-///   said ("Wi-Fi connected", "Wi-Fi password wrong", "Wi-Fi network not found"). Connected:
-///   saved to crier.conf, closed. Otherwise: the access point again.
+///   said ("Wi-Fi password wrong", "Wi-Fi network not found"). Connected: saved to crier.conf,
+///   closed, and the Wi-Fi monitor says "Wi-Fi connected" once the box has its address.
+///   Otherwise: the access point again.
 /// - Closes `closeAfterMinutes` after the last request from the page (or the opening), when
 ///   the page says so, or when the network starts working by itself (not during a try).
 public struct SetupMode: Sendable, Equatable {
@@ -444,11 +445,13 @@ public struct SetupMode: Sendable, Equatable {
         lastUsed = now
         lastOutcome = (n.ssid.text, outcome)
         if outcome == .connected {
+            // "Wi-Fi connected" is the Wi-Fi monitor's, once the box has an address on the
+            // network (the handshake alone is not the network working): not said twice.
             everWorked = true
             phase = .closed
             closedBy = .joined
             nextPrompt = nil
-            return [.say(.wifiConnected), .save(n), .stop]
+            return [.save(n), .stop]
         }
         phase = .open
         nextPrompt = now + config.repeatEvery
