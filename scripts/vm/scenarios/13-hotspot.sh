@@ -100,7 +100,7 @@ CRIER_VM_SERVER="" crier_config "status.on_start = off" "speech.lang = en" "inpu
 "$CRIER_BIN" run --config /tmp/crier.conf 2>> "$LOG" &
 CRIER_PID=$!
 wait_log "$LOG" ' INFO runtime: ready' 90 || { tail -n 20 "$LOG"; fail "crier not ready"; exit 1; }
-wait_log "$LOG" 'INFO controls: ready' 30 || say "note: no 'controls: ready' line"
+wait_log "$LOG" 'controls: ready' 30 || say "note: no 'controls: ready' line"
 sleep 1
 
 # --- (a) the gesture ----------------------------------------------------------------------------
@@ -113,7 +113,7 @@ sleep 5.5
 echo "volume_down 1" >&$BTN
 echo "volume_up 1" >&$BTN
 wait_log "$LOG" 'button volume_up: setupHold' 20 || fail "no 'button volume_up: setupHold' line after holding both volume keys 5.5 s"
-n=$(grep -c 'button volume_.*repeat' "$LOG" || true)
+n=$(count "$LOG" 'button volume_.*repeat')
 say "(a) gesture: $(grep 'setupHold' "$LOG" | head -n1 | cut -d' ' -f2-); volume repeats logged while both were down: $n"
 T_AP=""
 end=$((SECONDS + 90))
@@ -128,12 +128,13 @@ say "(a) $said ($(elapsed "$T_GESTURE") s)"
 code=${AP#Crier-}
 echo "$said" | grep -q "Crier $(echo "$code" | sed 's/./&/g' | sed 's/0/zero /g;s/1/one /g;s/2/two /g;s/3/three /g;s/4/four /g;s/5/five /g;s/6/six /g;s/7/seven /g;s/8/eight /g;s/9/nine /g' | sed 's/ $//')" \
   || fail "the prompt does not say the AP's code $code digit by digit: $said"
-"$CRIER_BIN" setup --config /tmp/crier.conf state > "$W/state-open.json" 2>&1
+"$CRIER_BIN" setup --config /tmp/crier.conf state > "$W/state-open.json" 2>&1 || true
 say "(a) page state: $(cat "$W/state-open.json")"
 grep -q '"phase":"open"' "$W/state-open.json" || fail "setup state is not open"
 grep -qF 'Shop \"Net\" network={' "$W/state-open.json" || fail "the scan list does not hold the shop's network"
 
 # --- (b) the phone --------------------------------------------------------------------------------
+T_PHONE=$(uptime_s)
 printf 'ctrl_interface=/tmp/phone-ctrl\nnetwork={\n\tssid="%s"\n\tkey_mgmt=NONE\n}\n' "$AP" > /tmp/phone.conf
 ip -n phone link set wlan1 up
 ip netns exec phone wpa_supplicant -B -i wlan1 -D nl80211 -c /tmp/phone.conf -P /tmp/phone-wpa.pid -f "$W/phone-wpa_supplicant.log" \
@@ -142,19 +143,20 @@ ip netns exec phone busybox udhcpc -i wlan1 -f -t 100 -T 1 -A 2 -s /tmp/udhcpc.s
 PHONE_DHCP=$!
 end=$((SECONDS + 90))
 until ip -n phone -4 addr show dev wlan1 | grep -q 'inet 10\.42\.0\.' || ((SECONDS > end)); do sleep 0.1; done
-PHONE_IP=$(ip -n phone -4 -o addr show dev wlan1 | awk '{print $4}' | cut -d/ -f1)
+PHONE_IP=$(ip -n phone -4 -o addr show dev wlan1 | awk '{print $4}' | cut -d/ -f1 || true)
 T_LEASE=$(elapsed "$T_GESTURE")
-case "$PHONE_IP" in 10.42.0.*) say "(b) phone joined $AP, lease $PHONE_IP, $T_LEASE s after the gesture" ;; *) fail "the phone got no 10.42.0.x lease in 90 s"; PHONE_IP="" ;; esac
+T_PHONE_LEASE=$(elapsed "$T_PHONE")
+case "$PHONE_IP" in 10.42.0.*) say "(b) phone joined $AP, lease $PHONE_IP, $T_PHONE_LEASE s after its supplicant started ($T_LEASE s after the gesture; the phone starts once the prompt was heard)" ;; *) fail "the phone got no 10.42.0.x lease in 90 s"; PHONE_IP="" ;; esac
 for name in connectivitycheck.gstatic.com captive.apple.com www.msftconnecttest.com anything.example.org; do
-  a=$(ip netns exec phone busybox nslookup "$name" 10.42.0.1 2>&1 | awk '/^Name:/{n=1} n && /^Address/{print $NF}' | tail -n1)
-  [ "$a" = 10.42.0.1 ] || a=$(ip netns exec phone busybox nslookup "$name" 10.42.0.1 2>&1 | grep -o '10\.42\.0\.1' | head -n1)
-  [ "$a" = 10.42.0.1 ] && say "(b) DNS $name -> $a" || fail "DNS $name from the phone: $(ip netns exec phone busybox nslookup "$name" 10.42.0.1 2>&1 | tr '\n' ' ')"
+  out=$(ip netns exec phone busybox nslookup -type=A "$name" 10.42.0.1 2>&1 || true)
+  a=$(printf '%s\n' "$out" | awk '/^Name:/{n=1} n && /^Address/{print $NF}' | tail -n1 || true)
+  if [ "$a" = 10.42.0.1 ]; then say "(b) DNS $name -> $a"; else fail "DNS $name from the phone: $(printf '%s' "$out" | tr '\n' ' ')" || true; fi
 done
-grep -q 'DHCPACK' "$SDIR/dnsmasq.log" && say "(b) dnsmasq: $(grep DHCPACK "$SDIR/dnsmasq.log" | tail -n1)"
+if grep -q 'DHCPACK' "$SDIR/dnsmasq.log"; then say "(b) dnsmasq: $(grep DHCPACK "$SDIR/dnsmasq.log" | tail -n1)"; fi
 say "(b) HTTP portal: WAITING for the page (CrierHTTP, issue 34 point 1): not asserted here"
 
 # --- (c) a wrong password --------------------------------------------------------------------------
-echo "not the password" | "$CRIER_BIN" setup --config /tmp/crier.conf submit --country GB "$SHOP_SSID" > "$W/submit-c.txt" 2>&1
+echo "not the password" | "$CRIER_BIN" setup --config /tmp/crier.conf submit --country GB "$SHOP_SSID" > "$W/submit-c.txt" 2>&1 || true
 say "(c) submit: $(cat "$W/submit-c.txt")"
 T_TRY=$(uptime_s)
 wait_log "$LOG" 'setup: network tried: Wi-Fi password wrong' 120 || fail "no 'network tried: Wi-Fi password wrong' within 120 s"
@@ -164,7 +166,7 @@ if grep -q 'not the password' "$LOG"; then fail "the password is in crier's log"
 end=$((SECONDS + 60))
 until [ "$(count "$SDIR/hostapd.log" 'AP-ENABLED')" -ge 1 ] && grep -q '^ap' "$REQ" 2>/dev/null || ((SECONDS > end)); do sleep 0.2; done
 grep -q '^ap' "$REQ" || fail "the access point did not come back after the failed try"
-"$CRIER_BIN" setup --config /tmp/crier.conf state > "$W/state-wrong.json" 2>&1
+"$CRIER_BIN" setup --config /tmp/crier.conf state > "$W/state-wrong.json" 2>&1 || true
 grep -q '"outcome":"wrong_password"' "$W/state-wrong.json" || fail "the page state does not show wrong_password: $(cat "$W/state-wrong.json")"
 end=$((SECONDS + 60))
 until grep -q 'wpa_state=COMPLETED' <(ip netns exec phone wpa_cli -p /tmp/phone-ctrl -i wlan1 status 2>/dev/null) || ((SECONDS > end)); do sleep 0.5; done
@@ -172,7 +174,7 @@ say "(c) phone back on $AP: $(ip netns exec phone wpa_cli -p /tmp/phone-ctrl -i 
 
 # --- (d) the right password --------------------------------------------------------------------------
 sleep 2
-printf '%s\n' "$SHOP_PASS" | "$CRIER_BIN" setup --config /tmp/crier.conf submit --country GB "$SHOP_SSID" > "$W/submit-d.txt" 2>&1
+printf '%s\n' "$SHOP_PASS" | "$CRIER_BIN" setup --config /tmp/crier.conf submit --country GB "$SHOP_SSID" > "$W/submit-d.txt" 2>&1 || true
 say "(d) submit: $(cat "$W/submit-d.txt")"
 T_TRY=$(uptime_s)
 wait_log "$LOG" 'setup: network tried: connected' 120 || fail "no 'network tried: connected' within 120 s"
@@ -191,13 +193,15 @@ grep -qx 'wifi.country = GB' "$W/check-config.txt" || fail "crier.conf holds no 
 say "(d) crier.conf: $(grep -E '^wifi\.(ssid|psk|country|hidden) ' "$W/check-config.txt" | tr '\n' ';')"
 grep -q "ssid=$(printf '%s' "$SHOP_SSID" | od -An -tx1 | tr -d ' \n')" /tmp/wpa_supplicant.conf || fail "the regenerated supplicant file does not carry the SSID as hex"
 [ ! -e "$REQ" ] || fail "the request file is still there after joining"
-grep -q 'DHCPACK\|lease of' "$W/box-udhcpc.log" 2>/dev/null; say "(d) box on the shop network: $(ip -4 -o addr show dev wlan0 | awk '{print $4}')"
+say "(d) box on the shop network: $(ip -4 -o addr show dev wlan0 | awk '{print $4}')"
 
 # --- end ----------------------------------------------------------------------------------------------
 crier_stop
 kill "$UNIT" "$SHOP_DHCP" "$PHONE_DHCP" "$(cat /tmp/box-udhcpc.pid 2>/dev/null)" 2>/dev/null || true
 kill "$(cat /tmp/wpa.pid 2>/dev/null)" "$(cat /tmp/phone-wpa.pid)" "$(cat /tmp/shop-hostapd.pid)" 2>/dev/null || true
 grep -E 'setup:|wifi:|said prompt=(setup|wifi)|button volume' "$LOG" > "$W/setup-lines.log" || true
-{ echo "gesture_to_ap_s=$T_AP"; echo "gesture_to_phone_lease_s=$T_LEASE"; } > "$W/timing"
-say "timing: gesture -> AP beaconing $T_AP s, -> phone's lease $T_LEASE s"
+n=$(grep -c 'crier-setup-ap: access point' "$W/unit.log" || true)
+[ "$n" = 2 ] || fail "the access point was started $n times (expected 2: after the scan and after the wrong password; never after joining)" || true
+{ echo "gesture_to_ap_s=$T_AP"; echo "gesture_to_phone_lease_s=$T_LEASE"; echo "phone_start_to_lease_s=$T_PHONE_LEASE"; } > "$W/timing"
+say "timing: gesture -> AP beaconing $T_AP s; the phone's supplicant -> its lease $T_PHONE_LEASE s (gesture -> lease $T_LEASE s)"
 [ ! -s "$RESULTS/failures" ] || { say "failures:"; cat "$RESULTS/failures"; exit 1; }
