@@ -258,3 +258,41 @@ def test_udev_rule_gives_gpiochips_to_gpio():
     rule = (ROOT / "board/udev/60-crier-gpio.rules").read_text()
     lines = [l for l in rule.splitlines() if l.strip() and not l.startswith("#")]
     assert lines == ['SUBSYSTEM=="gpio", KERNEL=="gpiochip[0-9]*", GROUP="gpio", MODE="0660"']
+
+
+IMAGE_UNITS = ROOT / "image/rootfs/etc/systemd/system"
+SETUP_EXPOSURE = 2.1  # root with CAP_NET_* (hostapd, dnsmasq, wpa_supplicant): docs/setup.md
+
+
+def test_setup_hotspot_units_verify_and_stay_narrow(tmp_path):
+    """crier-setup-ap.path/.service (docs/setup.md): they verify, the path unit watches crier's
+    own runtime directory, the service keeps only the network capabilities, crier.service
+    gains nothing, and the exposure stays at its documented 2.1."""
+    d = tmp_path / "units"
+    d.mkdir()
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    for name in ("crier", "crier-setup-ap"):
+        (fake / name).write_text("#!/bin/sh\nexit 0\n")
+        (fake / name).chmod(0o755)
+    svc = (IMAGE_UNITS / "crier-setup-ap.service").read_text()
+    assert "ExecStart=/usr/local/sbin/crier-setup-ap /run/crier/setup-ap " in svc
+    svc = svc.replace("/usr/bin/crier ", "%s/crier " % fake).replace("/usr/local/sbin/crier-setup-ap ", "%s/crier-setup-ap " % fake)
+    (d / "crier-setup-ap.service").write_text(svc)
+    (d / "crier-setup-ap.path").write_text((IMAGE_UNITS / "crier-setup-ap.path").read_text())
+    r = subprocess.run(["systemd-analyze", "verify", "--man=no", str(d / "crier-setup-ap.path"), str(d / "crier-setup-ap.service")],
+                       capture_output=True, text=True)
+    # the units it names (crier-wpa-supplicant, the wlan0 device) are not here: only those may be missing
+    errs = [l for l in (r.stdout + r.stderr).splitlines() if l.strip() and "crier-wpa-supplicant" not in l and "wlan0" not in l]
+    assert errs == [], r.stdout + r.stderr
+    assert "PathExists=/run/crier/setup-ap" in (d / "crier-setup-ap.path").read_text()
+    caps = [l for l in svc.splitlines() if l.startswith("CapabilityBoundingSet=")]
+    assert caps == ["CapabilityBoundingSet=CAP_NET_ADMIN CAP_NET_RAW CAP_NET_BIND_SERVICE"], caps
+    assert "Conflicts=crier-wpa-supplicant.service" in svc
+    r = subprocess.run(["systemd-analyze", "security", "--offline=yes", "--no-pager", str(d / "crier-setup-ap.service")],
+                       capture_output=True, text=True)
+    m = re.search(r"Overall exposure level for crier-setup-ap\.service:\s*([\d.]+)", r.stdout + r.stderr)
+    assert m and float(m.group(1)) <= SETUP_EXPOSURE, r.stdout + r.stderr
+    # crier itself: no capability, no new privilege (it only writes /run/crier/setup-ap)
+    s = unit_settings()
+    assert s[("Service", "CapabilityBoundingSet")] == [""] and s[("Service", "NoNewPrivileges")] == ["yes"]
