@@ -285,7 +285,7 @@ struct SetupModeTests {
         #expect(m.phase == .closed && m.closedBy == .joined)
     }
 
-    @Test("the network coming back by itself closes an open hotspot")
+    @Test("the network coming back by itself closes an open hotspot; one still up from before does not")
     func networkBack() {
         var m = mode()
         _ = m.open(.gesture, now: 0)
@@ -293,6 +293,16 @@ struct SetupModeTests {
         #expect(m.network(working: false, now: 5).isEmpty)
         #expect(m.network(working: true, now: 6) == [.stop])
         #expect(m.closedBy == .network)
+        // the gesture on a box that works (to change its network): the link is still up for a
+        // while after the station stopped; that is not the network coming back
+        var w = mode()
+        _ = w.network(working: true, now: 1)
+        #expect(w.open(.gesture, now: 10) == [.station, .scan])
+        #expect(w.network(working: true, now: 11).isEmpty)
+        _ = w.scanned([], now: 12)
+        #expect(w.network(working: true, now: 13).isEmpty && w.phase == .open)
+        #expect(w.network(working: false, now: 40).isEmpty)
+        #expect(w.network(working: true, now: 50) == [.stop])
     }
 
     @Test("seeded event streams: never two tries at once, nothing said while closed, always closes")

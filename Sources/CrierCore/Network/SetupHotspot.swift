@@ -373,6 +373,8 @@ public struct SetupMode: Sendable, Equatable {
     /// The network has worked at least once since the start.
     public private(set) var everWorked = false
     var autoOpened = false
+    /// The network was seen not working since the opening.
+    var sawDown = false
 
     public static func == (a: SetupMode, b: SetupMode) -> Bool {
         a.phase == b.phase && a.openedAt == b.openedAt && a.nextPrompt == b.nextPrompt && a.trying == b.trying && a.networks == b.networks
@@ -389,10 +391,16 @@ public struct SetupMode: Sendable, Equatable {
 
     /// The network's state: Wi-Fi online or the order link up.
     public mutating func network(working: Bool, now: Double) -> [SetupEffect] {
-        guard working else { return [] }
+        guard working else {
+            if isOpen { sawDown = true }
+            return []
+        }
         everWorked = true
-        // A try's own success is `tried`; otherwise the network came back by itself.
-        if phase == .open || phase == .scanning { return close(.network) }
+        // Came back by itself (a cable, a router that was slow to start): closes. Still up
+        // from before the opening (the gesture on a box that works, to change its network:
+        // the link takes a while to notice the station is gone) is not coming back. A try's
+        // own success is `tried`.
+        if (phase == .open || phase == .scanning) && sawDown { return close(.network) }
         return []
     }
 
@@ -403,6 +411,7 @@ public struct SetupMode: Sendable, Equatable {
         phase = .scanning
         openedAt = now
         openedBy = why
+        sawDown = false
         closedBy = nil
         lastOutcome = nil
         nextPrompt = nil
