@@ -2,7 +2,7 @@ import CrierCore
 import CrierPosix
 import CrierSystem
 
-/// The setup hotspot in the daemon (docs/setup.md): `SetupMode` decides, this performs its
+/// The setup hotspot in the daemon (docs/setup-hotspot.md): `SetupMode` decides, this performs its
 /// effects (the request file for crier-setup-ap.service, scans and tries on their own
 /// threads, the prompts, saving the network) and feeds it the network's state.
 extension Daemon {

@@ -59,7 +59,7 @@ public final class ControlServer: Sendable {
         public var status: @Sendable () async -> StatusSnapshot
         /// Queues (or speaks) `text` in `lang`; returns a short confirmation, throws to refuse.
         public var say: @Sendable (_ lang: Lang, _ text: String) async throws -> String
-        /// `setup <words>`: the setup hotspot from the console (docs/setup.md); the answer line.
+        /// `setup <words>`: the setup hotspot from the console (docs/setup-hotspot.md); the answer line.
         public var setup: (@Sendable (_ words: String) async -> String)?
 
         public init(status: @escaping @Sendable () async -> StatusSnapshot,

@@ -176,7 +176,7 @@ case "setup":
     let help = """
         usage: crier setup [--config FILE] open|close|state|rescan
                crier setup [--config FILE] submit [--hidden] [--country CC] SSID   (password: one line on stdin; empty = open)
-          the running daemon's setup hotspot (docs/setup.md), through its control socket
+          the running daemon's setup hotspot (docs/setup-hotspot.md), through its control socket
         """
     var a = Args(rest: argv, help: help)
     if a.flag("--help") { print(help); exit(0) }

@@ -1,7 +1,7 @@
 import Testing
 @testable import CrierCore
 
-/// Both volume keys held together open the setup hotspot (docs/buttons.md, docs/setup.md).
+/// Both volume keys held together open the setup hotspot (docs/buttons.md, docs/setup-hotspot.md).
 @Suite("Setup gesture: both volume keys held together")
 struct SetupGestureTests {
     static let ms = 0.001

@@ -35,7 +35,7 @@ public enum ControlEffect: Sendable, Equatable {
     case persist(ControlState)
     /// Background music on (true) or off; the level is `music.level_db` either way.
     case setMusic(Bool)
-    /// Both volume keys held together: open the setup hotspot (docs/setup.md).
+    /// Both volume keys held together: open the setup hotspot (docs/setup-hotspot.md).
     case openSetup
 }
 

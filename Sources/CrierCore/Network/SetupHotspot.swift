@@ -1,4 +1,4 @@
-/// The setup hotspot (issue 34 point 3, docs/setup.md): when the box has no working network
+/// The setup hotspot (issue 34 point 3, docs/setup-hotspot.md): when the box has no working network
 /// a few minutes after it starts, or when someone holds both volume keys together, it opens
 /// its own open access point `Crier-NNNN`, says so at intervals, lets a phone pick the shop's
 /// network, tries it, says how it went, and closes. Everything here is pure: facts and `now`
@@ -28,7 +28,7 @@ public struct SetupConfig: Sendable, Equatable {
 
     static let keys: [ConfigKey] = [
         ConfigKey("setup.hotspot", section: "setup", default: "on",
-                  doc: "The setup hotspot Crier-NNNN (docs/setup.md): opened when the box has no working network setup.after_minutes after it starts, or when both volume keys are held together setup.hold_seconds. off: never.",
+                  doc: "The setup hotspot Crier-NNNN (docs/setup-hotspot.md): opened when the box has no working network setup.after_minutes after it starts, or when both volume keys are held together setup.hold_seconds. off: never.",
                   apply: { c, v throws(ConfigValueError) in c.setup.hotspot = try ConfigValue.bool(v) },
                   render: { $0.setup.hotspot ? "on" : "off" }),
         ConfigKey("setup.after_minutes", section: "setup", default: "3",
