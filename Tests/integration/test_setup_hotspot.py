@@ -90,7 +90,7 @@ def press(fifo, *lines):
             f.write(l + "\n")
 
 
-def setup(box, *words, input=None):
+def setup_cmd(box, *words, input=None):
     return box.run("setup", "--config", box.conf, *words, input=input)
 
 
@@ -135,20 +135,20 @@ def test_gesture_scan_try_wrong_then_right(box, tmp_path):
         wait_file(req, "ap")
         m = p.wait_for(r'said prompt=setup_hotspot text="Connect your phone to Crier ((?:\w+ ){4})to set up the network"', timeout=60)
         open_s = time.monotonic() - t0
-        state = json.loads(setup(box, "state").stdout)
+        state = json.loads(setup_cmd(box, "state").stdout)
         assert state["phase"] == "open" and state["ap"].startswith("Crier-") and state["needs_country"] is True
         assert [n["ssid"] for n in state["networks"]] == ["Shop", 'Cafe "Free"']  # deduped, strongest first, hidden dropped
         assert state["networks"][0]["signal_dbm"] == -45
         # refused on the spot: a tab in the name, a short password, no country
-        r = setup(box, "submit", "--country", "GB", SSID, input="password1\n")
+        r = setup_cmd(box, "submit", "--country", "GB", SSID, input="password1\n")
         assert r.returncode == 1 and "ssid ssid_unsavable" in r.stdout, r.stdout
-        r = setup(box, "submit", "--country", "GB", "Shop", input="short\n")
+        r = setup_cmd(box, "submit", "--country", "GB", "Shop", input="short\n")
         assert "psk psk_length" in r.stdout and "short" not in r.stdout.split(":", 1)[1], r.stdout
-        r = setup(box, "submit", "Shop", input="password1\n")
+        r = setup_cmd(box, "submit", "Shop", input="password1\n")
         assert "country country_needed" in r.stdout, r.stdout
         # a hostile name and password: tried through SET_NETWORK, every value hex
         sup.outcome = "WRONG_KEY"
-        r = setup(box, "submit", "--country", "GB", HOSTILE_SSID, input=PASSWORD + "\n")
+        r = setup_cmd(box, "submit", "--country", "GB", HOSTILE_SSID, input=PASSWORD + "\n")
         assert r.stdout.strip() == "ok trying", r.stdout
         wait_file(req, "station", timeout=10)
         p.wait_for(r"WARN setup: network tried: Wi-Fi password wrong", timeout=20)
@@ -165,11 +165,11 @@ def test_gesture_scan_try_wrong_then_right(box, tmp_path):
             assert "\n" not in c and '"' not in value.replace('"setup"', ""), c
             if name in ("ssid", "psk", "sae_password"):
                 assert all(ch in "0123456789abcdef" for ch in value), c
-        state = json.loads(setup(box, "state").stdout)
+        state = json.loads(setup_cmd(box, "state").stdout)
         assert state["last"] == {"ssid": HOSTILE_SSID, "outcome": "wrong_password"}, state
         # the right one: connected, saved, closed; then the Wi-Fi monitor says connected once
         sup.outcome = "CONNECTED"
-        r = setup(box, "submit", "--country", "GB", HOSTILE_SSID, input=PASSWORD + "\n")
+        r = setup_cmd(box, "submit", "--country", "GB", HOSTILE_SSID, input=PASSWORD + "\n")
         assert r.stdout.strip() == "ok trying", r.stdout
         p.wait_for(r"NOTICE setup: network tried: connected", timeout=20)
         p.wait_for(r"NOTICE setup: network saved to crier.conf", timeout=10)
@@ -216,9 +216,9 @@ def test_page_close_and_idle_rules_and_off(box, tmp_path):
         while os.path.exists(req) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not os.path.exists(req), "a request left by an earlier run was not removed"
-        assert setup(box, "open").returncode == 0
+        assert setup_cmd(box, "open").returncode == 0
         wait_file(req, "ap")
-        assert setup(box, "close").stdout.strip() == "ok closed"
+        assert setup_cmd(box, "close").stdout.strip() == "ok closed"
         deadline = time.monotonic() + 5
         while os.path.exists(req) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -231,7 +231,7 @@ def test_page_close_and_idle_rules_and_off(box, tmp_path):
     p = Proc([CRIER, "run", "--config", box.conf], env=box.env)
     try:
         p.wait_for(r"INFO runtime: ready")
-        r = setup(box, "open")
+        r = setup_cmd(box, "open")
         assert r.returncode == 1 and "setup.hotspot = off" in r.stdout, r.stdout
     finally:
         p.stop()
