@@ -1,7 +1,7 @@
 import Testing
 @testable import CrierCore
 
-/// Both volume keys held together open the setup hotspot (docs/buttons.md, docs/setup-hotspot.md).
+/// Both volume keys held together open the setup hotspot (docs/buttons.md, docs/setup.md#6-no-network-yet-the-setup-hotspot).
 @Suite("Setup gesture: both volume keys held together")
 struct SetupGestureTests {
     static let ms = 0.001

@@ -261,11 +261,11 @@ def test_udev_rule_gives_gpiochips_to_gpio():
 
 
 IMAGE_UNITS = ROOT / "image/rootfs/etc/systemd/system"
-SETUP_EXPOSURE = 2.1  # root with CAP_NET_* (hostapd, dnsmasq, wpa_supplicant): docs/setup-hotspot.md
+SETUP_EXPOSURE = 2.1  # root with CAP_NET_* (hostapd, dnsmasq, wpa_supplicant): docs/setup.md#6-no-network-yet-the-setup-hotspot
 
 
 def test_setup_hotspot_units_verify_and_stay_narrow(tmp_path):
-    """crier-setup-ap.path/.service (docs/setup-hotspot.md): they verify, the path unit watches crier's
+    """crier-setup-ap.path/.service (docs/setup.md#6-no-network-yet-the-setup-hotspot): they verify, the path unit watches crier's
     own runtime directory, the service keeps only the network capabilities, crier.service
     gains nothing, and the exposure stays at its documented 2.1."""
     d = tmp_path / "units"

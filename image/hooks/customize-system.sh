@@ -43,7 +43,7 @@ if [ -x "$root/usr/sbin/wpa_supplicant" ]; then
   in_root systemctl enable crier-wifi-config.service crier-wpa-supplicant.service
   in_root systemctl mask wpa_supplicant.service
 fi
-#    The setup hotspot (docs/setup-hotspot.md): crier-setup-ap.path starts crier-setup-ap.service
+#    The setup hotspot (docs/setup.md#6-no-network-yet-the-setup-hotspot): crier-setup-ap.path starts crier-setup-ap.service
 #    (hostapd + dnsmasq, as root with CAP_NET_*) when crier asks through /run/crier/setup-ap.
 #    Debian's own hostapd.service and dnsmasq.service (when the full package is there) never run.
 if [ -x "$root/usr/sbin/hostapd" ]; then

@@ -1,4 +1,4 @@
-# Scenario 13, the setup hotspot (issue 34 point 3, docs/setup-hotspot.md) against a real kernel:
+# Scenario 13, the setup hotspot (issue 34 point 3, docs/setup.md#6-no-network-yet-the-setup-hotspot) against a real kernel:
 # mac80211_hwsim with three radios. wlan0 is the box's (root namespace), wlan1 the phone's
 # (namespace "phone"), wlan2 the shop's access point (namespace "shop": hostapd WPA2-PSK,
 # busybox udhcpd). The box starts with no Wi-Fi in crier.conf. crier-setup-ap.service is
