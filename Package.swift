@@ -64,6 +64,8 @@ let package = Package(
         // No pkgConfig: libmicrohttpd.pc has `Requires.private: gnutls`, so its cflags need
         // gnutls.pc (and add p11-kit's include dir) for nothing; microhttpd.h is on the default path.
         .systemLibrary(name: "CMicroHTTPD", providers: [.apt(["libmicrohttpd-dev"])]),
+        // Voice packs (docs/voice.md): EBU R128 loudness of the clips.
+        .systemLibrary(name: "CEbur128", pkgConfig: "libebur128", providers: [.apt(["libebur128-dev"])]),
 
         .target(name: "CrierCore"),
         .target(name: "CrierPosix", dependencies: ["CrierCore"]),
@@ -79,10 +81,11 @@ let package = Package(
         .target(name: "CrierHTTP", dependencies: ["CrierCore", "CrierPosix", "CCurl"]),
         .target(name: "CrierMP3", dependencies: ["CMpg123"]),
         .target(name: "CrierWeb", dependencies: ["CrierCore", "CrierPosix", "CMicroHTTPD"]),
+        .target(name: "CrierLoudness", dependencies: ["CEbur128"]),
         .target(name: "CrierMusic", dependencies: ["CrierCore", "CrierPosix", "CrierMusicFile", "CrierSoxr", "CrierHTTP", "CrierMP3"]),
         .target(name: "CrierRuntime", dependencies: [
             "CrierCore", "CrierPosix", "CrierAudio", "CrierSpeech", "CrierGPIO", "CrierLink", "CrierSystem", "CrierMusic", "CrierHTTP",
-            "CrierMusicFile", "CrierWeb",
+            "CrierMusicFile", "CrierWeb", "CrierLoudness", "CrierSoxr",
         ]),
         .executableTarget(name: "crier", dependencies: ["CrierRuntime", "CrierCore", "CrierPosix", "CrierLink"]),
         // The reference order servers, the MQTT fleet bench and the demo: not in the box's binary.
@@ -100,6 +103,7 @@ let package = Package(
         .testTarget(name: "CrierSystemTests", dependencies: ["CrierSystem", "CrierCore", "CrierPosix"]),
         .testTarget(name: "CrierPosixTests", dependencies: ["CrierPosix"]),
         .testTarget(name: "CrierWebTests", dependencies: ["CrierWeb", "CrierCore", "CrierPosix"]),
+        .testTarget(name: "CrierLoudnessTests", dependencies: ["CrierLoudness"]),
         .testTarget(name: "CrierMusicTests", dependencies: ["CrierMusic", "CrierMusicFile", "CrierAudio", "CrierCore", "CrierPosix"]),
     ],
     swiftLanguageModes: [.v6]

@@ -18,6 +18,7 @@ PKGS=(
   libmosquitto-dev mosquitto mosquitto-clients   # MQTT transport; a real broker for its tests
   libmicrohttpd-dev                # the local page (docs/setup.md)
   chromium fonts-wqy-microhei      # its browser test and screenshots (zh needs a CJK font)
+  libebur128-dev                   # voice packs: EBU R128 loudness of the clips (crier voice build/check)
   fdisk e2fsprogs                  # sfdisk + mkfs.ext4: the bundle tests' tiny disk image (Tests/bundle)
 )
 

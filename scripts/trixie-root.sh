@@ -68,19 +68,19 @@ BUILD_PKGS=(
   dpkg-dev binutils file lintian binutils-aarch64-linux-gnu   # .deb: shlibdeps, strip, lint
   # The adapters of issues 17-18 (music decoders, HTTP streams, resampler, MQTT), and what their
   # unit tests start (a broker, sox for generated test music):
-  libsndfile1-dev libmpg123-dev libcurl4-openssl-dev libsoxr-dev libmosquitto-dev
+  libsndfile1-dev libmpg123-dev libcurl4-openssl-dev libsoxr-dev libmosquitto-dev libebur128-dev
   libmicrohttpd-dev                           # the local page (issue 34)
   mosquitto sox
 )
 RECIPE=1   # bump when the recipe below changes what a root holds beyond the package versions
 SYSROOT_PKGS=(libc6-dev libgcc-14-dev libstdc++-14-dev
               libasound2-dev libgpiod-dev libespeak-ng-dev libssl-dev
-              libsndfile1-dev libmpg123-dev libcurl4-openssl-dev libsoxr-dev libmosquitto-dev libmicrohttpd-dev)
+              libsndfile1-dev libmpg123-dev libcurl4-openssl-dev libsoxr-dev libmosquitto-dev libmicrohttpd-dev libebur128-dev)
 # The arm64 libraries crier links, unpacked with their control files (symbols, shlibs) into
 # shlibs/<pkg>/: what dpkg-shlibdeps reads for the cross-built binary (build-deb.sh -S).
 SYSROOT_RECIPE=2
 SYSROOT_RUNTIME=(libc6 libgcc-s1 libstdc++6 libasound2t64 libgpiod3 libespeak-ng1 libssl3t64
-                 libsndfile1 libmpg123-0t64 libcurl4t64 libsoxr0 libmosquitto1 libmicrohttpd12t64)
+                 libsndfile1 libmpg123-0t64 libcurl4t64 libsoxr0 libmosquitto1 libmicrohttpd12t64 libebur128-1)
 
 # ---- 1. host packages -----------------------------------------------------------------------
 step "host packages"
