@@ -77,6 +77,10 @@ case "voice":
                crier voice check [--config FILE] [--lang zh|en] PACK
                  checks a pack folder against the config: coverage, missing and extra clips, level,
                  clipping, too-long clips, rates; exit 1 if the pack cannot serve alone
+               crier voice build [--config FILE] --from DIR --lang zh|en --output PACK [--rate HZ] [--name N] [--licence L]
+                 recordings NAME.wav/.flac -> a pack: trimmed, at -20 LUFS, resampled, checked
+               crier voice render [--config FILE] --tts 'COMMAND {text} {out}' --lang zh|en --output PACK [...]
+                 renders every clip with a command-line TTS, then builds (the build's options too)
         """
     var a = Args(rest: argv, help: help)
     if a.flag("--help") || a.flag("-h") { print(help); exit(0) }
@@ -100,6 +104,26 @@ case "voice":
         a.noUnknownOptions()
         guard a.rest.count == 1 else { fail("voice check takes one PACK folder", help) }
         exit(VoiceCommand.check(pack: a.rest[0], configPath: file, lang: lang))
+    case "build", "render":
+        guard let l = a.value("--lang") else { fail("voice \(sub) needs --lang zh|en", help) }
+        guard let lang = Lang(rawValue: l) else { fail("--lang expects zh or en, got \"\(l)\"", help) }
+        guard let out = a.value("--output") else { fail("voice \(sub) needs --output PACK", help) }
+        let tts = sub == "render" ? a.value("--tts") : nil
+        let from = sub == "build" ? a.value("--from") : nil
+        guard sub == "render" ? tts != nil : from != nil else { fail(sub == "render" ? "voice render needs --tts 'COMMAND {text} {out}'" : "voice build needs --from DIR", help) }
+        var o = VoicePackBuilder.Options(from: from ?? "", lang: lang, output: out)
+        o.configPath = a.value("--config")
+        if let r = a.value("--rate") {
+            guard let v = Int(r) else { fail("--rate expects Hz, got \"\(r)\"", help) }
+            o.rate = v
+        }
+        o.name = a.value("--name")
+        o.licence = a.value("--licence")
+        let timeout = a.value("--timeout").map { Double($0) ?? -1 } ?? VoiceRender.defaultTimeout
+        guard timeout > 0 else { fail("--timeout expects seconds", help) }
+        a.noUnknownOptions()
+        guard a.rest.isEmpty else { fail("voice \(sub) takes no arguments", help) }
+        exit(tts.map { VoiceCommand.render(o, tts: $0, timeout: timeout) } ?? VoiceCommand.build(o))
     default:
         fail("unknown voice subcommand \"\(sub)\"", help)
     }

@@ -296,3 +296,160 @@ def test_a_coalesced_alert_from_the_pack_cut_by_sigterm_acks_only_the_orders_hea
     heard_s = float(heard.group(2))
     assert len(spoken) <= 9 * heard_s / seconds + 1.5
     assert_log_matches_acks(err, acks)
+
+
+def recording(path, hz, seconds, rate, amplitude, lead=0.5, tail=0.8, channels=1, noise=0.0005):
+    """A take as a microphone gives it: room noise (about -66 dBFS), a tone, room noise."""
+    import array
+    import math
+    import random
+    import wave
+    rnd = random.Random(hz)
+    n_lead, n_tone, n_tail = int(lead * rate), int(seconds * rate), int(tail * rate)
+    x = array.array("h")
+    for i in range(n_lead + n_tone + n_tail):
+        v = rnd.uniform(-noise, noise)
+        if n_lead <= i < n_lead + n_tone:
+            v += amplitude * math.sin(2 * math.pi * hz * (i - n_lead) / rate)
+        s = int(max(-1.0, min(1.0, v)) * 32767)
+        for _ in range(channels):
+            x.append(s)
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(channels)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(x.tobytes())
+
+
+def recordings(box, lang="zh", skip=(), name="takes"):
+    """Every clip recorded at its own level (-40...-3 dBFS peak) and rate (16, 44.1, 48 kHz),
+    0.15-0.6 s long, with half a second of room before and 0.8 s after."""
+    d = box.tmp / name
+    d.mkdir()
+    rows = clips(box, "--lang", lang)
+    rates = [16000, 44100, 48000]
+    for k, (clip, _) in enumerate(rows):
+        if clip not in skip:
+            amp = 10 ** (-(3 + (k * 7) % 38) / 20)
+            recording(d / (clip + ".wav"), 200 + 10 * k, 0.15 + (k % 10) * 0.05, rates[k % 3], amp)
+    return d, rows
+
+
+def clip_loudness(out):
+    import re
+    return {m.group(1): float(m.group(2)) for m in re.finditer(r"^clip (\w+): (-?[\d.]+) LUFS", out, re.M)}
+
+
+def test_voice_build_trims_matches_loudness_and_resamples(box):
+    import wave
+    d, rows = recordings(box)
+    out = box.tmp / "pack"
+    r = box.run("voice", "build", "--from", str(d), "--lang", "zh", "--output", str(out), "--name", "Takes", "--licence", "CC0-1.0")
+    assert r.returncode == 0, r.stdout + r.stderr
+    print("\n" + "\n".join(line for line in r.stdout.splitlines() if not line.startswith("clip ")))
+    assert "built %s: %d clips, 24000 Hz" % (out, len(rows)) in r.stdout
+    assert "ok: the pack says every clip the config needs" in r.stdout
+    # Every clip of the built pack within 1 LU of the target (the check measures with libebur128).
+    lufs = clip_loudness(r.stdout)
+    assert set(lufs) == {n for n, _ in rows}
+    assert all(abs(v - -20) <= 1 for v in lufs.values()), sorted(lufs.items(), key=lambda kv: kv[1])[:3]
+    assert "warning:" not in r.stdout, r.stdout
+    # Trimmed: the tone with 20 ms before and 40 ms after (a 10 ms window of slack each side).
+    for k, (clip, _) in enumerate(rows):
+        with wave.open(str(out / (clip + ".wav"))) as w:
+            assert (w.getnchannels(), w.getframerate(), w.getsampwidth()) == (1, 24000, 2)
+            seconds = w.getnframes() / 24000
+        tone_s = 0.15 + (k % 10) * 0.05
+        assert tone_s + 0.05 <= seconds <= tone_s + 0.08, (clip, seconds)
+    m = (out / "manifest").read_text()
+    assert "language = zh\nname = Takes\nlicence = CC0-1.0\nrate = 24000\n" in m
+    # The same check again, as its own command.
+    r = box.run("voice", "check", str(out))
+    assert r.returncode == 0 and "loudness: " in r.stdout and "(spread 0." in r.stdout, r.stdout
+    # Never into an existing folder.
+    r = box.run("voice", "build", "--from", str(d), "--lang", "zh", "--output", str(out))
+    assert r.returncode == 1 and "already exists; remove it or choose another --output" in r.stderr
+
+
+def test_voice_build_names_every_problem_and_writes_nothing(box):
+    d, rows = recordings(box, skip={"five", "four", "six", "seven", "eight"})
+    (d / "four.wav").write_bytes(b"RIFF\x00\x00\x00\x00WAVEjunkjunkjunk")
+    tone(d / "six.wav", 440, seconds=600, rate=8000)  # 10 minutes
+    recording(d / "seven.wav", 440, 0.3, 16000, 0.5, channels=2)
+    recording(d / "eight.wav", 440, 0.3, 16000, 0.0)  # the room only
+    recording(d / "nien.wav", 440, 0.3, 16000, 0.5)  # misspelt
+    (d / "notes.txt").write_text("take 3 was best")
+    out = box.tmp / "pack"
+    r = box.run("voice", "build", "--from", str(d), "--lang", "zh", "--output", str(out))
+    assert r.returncode == 1, r.stdout + r.stderr
+    err = r.stderr
+    assert 'error: five: no recording (five.wav or .flac); record "五"' in err
+    assert "error: nien.wav: no clip is called nien (`crier voice clips` lists the names); rename or remove it" in err
+    assert "error: four.wav: " in err and 'record "四" again or export it as WAV/FLAC' in err
+    assert 'error: six.wav: 10.0 min long; a recording is one word or phrase ("六"), at most 30 s with its silence' in err
+    assert "error: seven.wav: 2 channels; record mono (or export one channel)" in err
+    assert "error: eight.wav: silence only (loudest 10 ms at -7" in err and "is it the right file, was the microphone on?" in err
+    assert "notes.txt" not in err
+    assert "6 problems in %s; nothing written to %s" % (d, out) in err
+    assert not out.exists()
+    assert [p.name for p in box.tmp.iterdir() if "building" in p.name] == []
+    r = box.run("voice", "build", "--from", str(box.tmp / "nope"), "--lang", "zh", "--output", str(out))
+    assert r.returncode == 1 and "--from: %s does not exist" % (box.tmp / "nope") in r.stderr
+    r = box.run("voice", "build", "--lang", "zh", "--output", str(out))
+    assert r.returncode == 2 and "needs --from DIR" in r.stderr
+
+
+def test_voice_render_with_espeak_ng(box):
+    out = box.tmp / "espeak-zh"
+    r = box.run("voice", "render", "--tts", "espeak-ng -v cmn -w {out} {text}", "--lang", "zh", "--output", str(out), timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = clips(box, "--lang", "zh")
+    assert "rendered %d clips with espeak-ng" % len(rows) in r.stdout
+    lufs = clip_loudness(r.stdout)
+    assert len(lufs) == len(rows) and all(abs(v - -20) <= 1 for v in lufs.values()), r.stdout
+    print("\n" + "\n".join(line for line in r.stdout.splitlines() if not line.startswith("clip ")))
+    assert "name = rendered with espeak-ng\n" in (out / "manifest").read_text()
+    # The pack speaks: the words of `say --print`, from clips.
+    r = box.run("say", "--voice-pack", str(out), "--output", str(box.tmp / "a.wav"), "新客户来了，42号")
+    assert r.returncode == 0 and "said from voice pack clips clips=5" in r.stderr, r.stderr
+
+
+FAKE_TTS = r'''
+import math, struct, sys, time, wave
+out, text = sys.argv[1], sys.argv[2]
+assert len(sys.argv) == 3, sys.argv  # the text is one argument, whatever it holds
+if text == FAIL:
+    sys.stderr.write("fake-tts: no voice for %s\n" % text)
+    sys.exit(3)
+if text == SLOW:
+    time.sleep(30)
+with wave.open(out, "wb") as w:
+    w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000)
+    w.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(i / 5))) for i in range(4000)))
+'''
+
+
+def fake_tts(box, fail="", slow=""):
+    p = box.tmp / "fake_tts.py"
+    p.write_text("FAIL = %r\nSLOW = %r\n" % (fail, slow) + FAKE_TTS)
+    return "python3 %s {out} {text}" % p
+
+
+def test_voice_render_names_the_clip_that_fails_and_writes_nothing(box):
+    out = box.tmp / "pack"
+    r = box.run("voice", "render", "--tts", fake_tts(box, fail="五"), "--lang", "zh", "--output", str(out))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert 'error' not in r.stdout
+    assert 'crier voice render: clip five ("五"): python3 exited with status 3: fake-tts: no voice for 五; nothing written to %s' % out in r.stderr, r.stderr
+    assert not out.exists() and [p.name for p in box.tmp.iterdir() if "rendering" in p.name] == []
+    # A clip that hangs is killed after --timeout.
+    r = box.run("voice", "render", "--timeout", "1", "--tts", fake_tts(box, slow="四"), "--lang", "zh", "--output", str(out))
+    assert r.returncode == 1 and 'clip four ("四"): python3 did not finish in 1 s (--timeout); killed' in r.stderr, r.stderr
+    # A command that is not there; a template without {out}.
+    r = box.run("voice", "render", "--tts", "no-such-tts-here -o {out} {text}", "--lang", "zh", "--output", str(out))
+    assert r.returncode == 1 and "cannot run no-such-tts-here" in r.stderr, r.stderr
+    r = box.run("voice", "render", "--tts", "espeak-ng {text}", "--lang", "zh", "--output", str(out))
+    assert r.returncode == 2 and "--tts: no {out}" in r.stderr
+    # A working fake: every clip passes through argv as one argument (o'clock, degrees Celsius).
+    r = box.run("voice", "render", "--tts", fake_tts(box), "--lang", "en", "--output", str(out), timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
