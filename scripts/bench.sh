@@ -5,6 +5,8 @@
 #
 #   scripts/bench.sh [--quick] [--vm auto|on|off] [--firstsound-n N] [--only firstsound,firstsoundload,textpath,latency,idle,start,reconnect,peermem,burst,static,alerts,vm,vmfirstsound]
 #   scripts/bench.sh --only mqtt      the MQTT fleet table (scripts/bench/mqtt_fleet.py), printed only
+#   scripts/bench.sh --quick --only firstsoundpack --voice-pack-zh PACK --out /tmp/b.md
+#                                     first sound, RSS and pack load with and without a voice pack (docs/voice.md)
 #
 # Full run ≈ 19 min without the alerts step (100 latency orders each, 60 s idle, the VM idle and
 # first-sound scenarios through scripts/vm-test.sh, ~4 + ~8 min); the alerts step (10 000 paced

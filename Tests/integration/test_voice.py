@@ -152,6 +152,11 @@ def test_voice_check_refuses_a_folder_of_many_thousand_files_quickly(box):
     r = box.run("voice", "check", str(d))
     assert time.monotonic() - t0 < 5
     assert r.returncode == 1 and "error: the pack has more than 4096 files" in r.stdout
+    # voice build reads its --from folder under the same limit.
+    t0 = time.monotonic()
+    r = box.run("voice", "build", "--from", str(d), "--lang", "zh", "--output", str(box.tmp / "p"))
+    assert time.monotonic() - t0 < 5
+    assert r.returncode == 1 and "has more than 4096 files; it should hold one recording per clip" in r.stderr, r.stderr
 
 
 def heard(x, rate, hz, step):

@@ -330,6 +330,7 @@ class Bench:
         self.results = {}
         self.alerts_n = 0
         self.firstsound_n = 0
+        self.voice_pack = None
         self.notes = []
         self.children = []
         self.n = 0
@@ -678,10 +679,35 @@ class Bench:
                     key, label, len(text), res[label]["p50"], res[label]["p90"], res[label]["p99"], res[label]["max"]))
         finally:
             if proc is not None:
+                if who == "crier" and proc.p.poll() is None:
+                    # The daemon's memory after every text (docs/voice.md compares packs with espeak-ng).
+                    try:
+                        with open("/proc/%d/status" % proc.p.pid) as f:
+                            st = dict(l.split(":", 1) for l in f if ":" in l)
+                        res["_rss_mb"] = round(int(st["VmRSS"].split()[0]) / 1024, 1)
+                        res["_hwm_mb"] = round(int(st["VmHWM"].split()[0]) / 1024, 1)
+                    except (OSError, KeyError, ValueError):
+                        pass
+                    packs = [l.split("INFO speech: ", 1)[1] for _, l in proc.lines() if "INFO speech: voice pack loaded" in l]
+                    if packs:
+                        res["_pack"] = packs[0][:200]
+                    res["_from_pack"] = sum(1 for _, l in proc.lines() if "said from voice pack clips" in l)
                 proc.stop()
             srv.close()
         res["_load"] = "%.2f→%.2f" % (l0, os.getloadavg()[0])
         self.results["first_sound_" + key] = res
+        if "_rss_mb" in res:
+            self.log("first sound %s: RSS %.1f MB, peak %.1f MB, %d alerts from the pack %s" % (
+                key, res["_rss_mb"], res["_hwm_mb"], res.get("_from_pack", 0), res.get("_pack", "")))
+
+    def first_sound_pack(self):
+        """The first-sound step with a voice pack (docs/voice.md, issue 33): the same daemon with
+        and without `voice.pack.zh`, one after the other. The pack covers the two order texts;
+        the shop texts have words no clip covers and go to espeak-ng in both runs."""
+        if not self.voice_pack:
+            raise Broken("firstsoundpack needs --voice-pack-zh PACK (e.g. one made by `crier voice render`)")
+        self.first_sound("crier", key="nopack_crier")
+        self.first_sound("crier", key="pack_crier", extra="voice.pack.zh = %s\n" % self.voice_pack)
 
     # The documented load of the loaded first-sound step (docs/benchmarks.md): one stress-ng CPU
     # worker per core (all of them busy, nice 0) and a music decoder (sox decoding a FLAC to
@@ -1471,6 +1497,7 @@ def main():
     ap.add_argument("--skip", default="", help="comma list of steps not to run")
     ap.add_argument("--note", action="append", default=[], help="with --render: a caveat to add to the page")
     ap.add_argument("--alerts", type=int, default=0, help="alerts in the memory step (default 10000; 300 with --quick)")
+    ap.add_argument("--voice-pack-zh", help="firstsoundpack: a zh voice pack folder (crier voice render makes one)")
     ap.add_argument("--firstsound-n", type=int, default=0,
                     help="orders per text in the first-sound steps (default 30; 8 with --quick); 1-2 to check the step runs")
     a = ap.parse_args()
@@ -1492,6 +1519,7 @@ def main():
     b = Bench(os.path.abspath(a.crier), a.quick, work)
     b.alerts_n = a.alerts
     b.firstsound_n = a.firstsound_n
+    b.voice_pack = os.path.abspath(a.voice_pack_zh) if a.voice_pack_zh else None
     b.static_bin = os.path.abspath(a.crier_static) if a.crier_static and os.path.exists(a.crier_static) else None
     only = set(x for x in a.only.split(",") if x)
     skip = set(x for x in a.skip.split(",") if x)
@@ -1500,6 +1528,8 @@ def main():
              ("latency", lambda: (b.latency("crier"), b.latency("peer"))), ("idle", b.idle),
              ("start", b.start), ("reconnect", b.reconnect), ("peermem", b.peer_memory),
              ("burst", b.burst), ("static", b.static)]
+    if b.voice_pack:  # only when asked for: a pack is made beforehand (docs/voice.md)
+        steps.insert(2, ("firstsoundpack", b.first_sound_pack))
     if a.textpath_bench and os.path.exists(a.textpath_bench):
         steps.insert(1, ("textpath", lambda: b.textpath(os.path.abspath(a.textpath_bench))))
     vm_script = os.path.join(ROOT, "scripts", "vm-test.sh")
