@@ -77,25 +77,30 @@ public struct LoadedVoicePacks: Sendable {
         return resampler(p.entry, rate: rate).process(x)
     }
 
-    /// A part whose first 20 ms are resampled and the rest not yet: the first sound goes into
-    /// the clip before the whole part is resampled (~2.5 ms for a 1.7 s part on the build host).
+    /// A part whose first 20 ms are resampled and the rest not yet spliced: the first sound goes
+    /// into the clip before the whole part is spliced and resampled (`VoiceSplicer.head`: the
+    /// first clip alone gives those 20 ms).
     public struct PartTail: Sendable {
         var stream: Resampler.Stream
-        var rest: [Float]
+        var part: PartPlan
+        /// Samples of the spliced part already pushed (the head).
+        var done: Int
     }
 
     public func start(_ p: PartPlan, rate: Int) -> (head: [Float], tail: PartTail) {
-        let x = VoiceSplicer.splice(p.plan, pack: p.entry.pack)?.samples ?? []
         var stream = Resampler.Stream(resampler(p.entry, rate: rate))
-        let n = min(x.count, p.entry.pack.manifest.rate / 50)
-        let head = stream.push(Array(x[..<n]))
-        return (head, PartTail(stream: stream, rest: Array(x[n...])))
+        let want = p.entry.pack.manifest.rate / 50
+        let first = VoiceSplicer.head(p.plan, pack: p.entry.pack, count: want)
+            ?? Array((VoiceSplicer.splice(p.plan, pack: p.entry.pack)?.samples ?? []).prefix(want))
+        let head = stream.push(first)
+        return (head, PartTail(stream: stream, part: p, done: first.count))
     }
 
     /// The rest of a part `start` began: with the head, exactly `render`'s samples.
     public func finish(_ t: inout PartTail) -> [Float] {
-        let out = t.stream.push(t.rest) + t.stream.finish()
-        t.rest = []
+        let x = VoiceSplicer.splice(t.part.plan, pack: t.part.entry.pack)?.samples ?? []
+        let out = t.stream.push(Array(x[min(t.done, x.count)...])) + t.stream.finish()
+        t.done = x.count
         return out
     }
 

@@ -157,4 +157,33 @@ import Testing
         lacking.clips["four"] = nil
         #expect(VoiceSplicer.splice(p.planner.plan("四十二"), pack: lacking) == nil)
     }
+
+    /// The first sound without the whole splice: `head` is exactly the spliced part's first
+    /// samples, for every example row and template, at every length up to the first clip's end
+    /// less a crossfade (and nil past it, or for a gap), so the daemon's first 20 ms need only
+    /// the first clip.
+    @Test func theHeadIsThePrefixOfTheWholeSplice() {
+        var rows = 0
+        for lang in Lang.allCases {
+            let p = Self.packs[lang]!
+            var texts = SpokenText.examples.filter { lang == .zh || $0.en != nil }.map { Announcer().announce(.text($0.input), lang: lang).utterance.text }
+            texts += ["新客户来了，四十二号", "，四十二", "New customer, number forty-two"]
+            for words in texts {
+                let plan = p.planner.plan(words)
+                guard let full = VoiceSplicer.splice(plan, pack: p.pack)?.samples else {
+                    #expect(VoiceSplicer.head(plan, pack: p.pack, count: 10) == nil)
+                    continue
+                }
+                rows += 1
+                for count in [0, 1, 79, 80, 81, p.rate / 50, 4000] {
+                    if let h = VoiceSplicer.head(plan, pack: p.pack, count: count) {
+                        #expect(h == Array(full.prefix(count)), "\(words) \(count)")
+                    }
+                }
+                #expect(VoiceSplicer.head(plan, pack: p.pack, count: p.rate / 50) != nil, "20 ms of a 0.3 s clip")
+                #expect(VoiceSplicer.head(plan, pack: p.pack, count: p.rate) == nil, "past the first clip")
+            }
+        }
+        #expect(rows > 130)
+    }
 }

@@ -331,6 +331,7 @@ class Bench:
         self.alerts_n = 0
         self.firstsound_n = 0
         self.voice_pack = None
+        self.voice_pack_en = None
         self.notes = []
         self.children = []
         self.n = 0
@@ -707,7 +708,10 @@ class Bench:
         if not self.voice_pack:
             raise Broken("firstsoundpack needs --voice-pack-zh PACK (e.g. one made by `crier voice render`)")
         self.first_sound("crier", key="nopack_crier")
-        self.first_sound("crier", key="pack_crier", extra="voice.pack.zh = %s\n" % self.voice_pack)
+        extra = "voice.pack.zh = %s\n" % self.voice_pack
+        if self.voice_pack_en:  # loaded too (memory), never used: the texts are zh
+            extra += "voice.pack.en = %s\n" % self.voice_pack_en
+        self.first_sound("crier", key="pack_crier", extra=extra)
 
     # The documented load of the loaded first-sound step (docs/benchmarks.md): one stress-ng CPU
     # worker per core (all of them busy, nice 0) and a music decoder (sox decoding a FLAC to
@@ -1498,6 +1502,7 @@ def main():
     ap.add_argument("--note", action="append", default=[], help="with --render: a caveat to add to the page")
     ap.add_argument("--alerts", type=int, default=0, help="alerts in the memory step (default 10000; 300 with --quick)")
     ap.add_argument("--voice-pack-zh", help="firstsoundpack: a zh voice pack folder (crier voice render makes one)")
+    ap.add_argument("--voice-pack-en", help="firstsoundpack: an en pack loaded beside it (memory of a 300-clip pack)")
     ap.add_argument("--firstsound-n", type=int, default=0,
                     help="orders per text in the first-sound steps (default 30; 8 with --quick); 1-2 to check the step runs")
     a = ap.parse_args()
@@ -1520,6 +1525,7 @@ def main():
     b.alerts_n = a.alerts
     b.firstsound_n = a.firstsound_n
     b.voice_pack = os.path.abspath(a.voice_pack_zh) if a.voice_pack_zh else None
+    b.voice_pack_en = os.path.abspath(a.voice_pack_en) if a.voice_pack_en else None
     b.static_bin = os.path.abspath(a.crier_static) if a.crier_static and os.path.exists(a.crier_static) else None
     only = set(x for x in a.only.split(",") if x)
     skip = set(x for x in a.skip.split(",") if x)

@@ -49,7 +49,8 @@ public struct SplicePlanner: Sendable {
     public let lang: Lang
     /// Key (`VoiceInventory.key`) → clip name.
     let byText: [String: String]
-    let longestKey: Int
+    /// Every prefix of every key (zh's longest match stops as soon as none continues).
+    let prefixes: Set<String>
     let longestPhrase: Int
 
     public init(lang: Lang, clips: [VoiceClip]) {
@@ -59,7 +60,15 @@ public struct SplicePlanner: Sendable {
             m[VoiceInventory.key(c.text, lang: lang)] = c.name
         }
         byText = m
-        longestKey = m.keys.map(\.count).max() ?? 1
+        var p = Set<String>()
+        for k in m.keys {
+            var s = ""
+            for ch in k {
+                s.append(ch)
+                p.insert(s)
+            }
+        }
+        prefixes = p
         longestPhrase = m.keys.map { $0.split(separator: " ").count }.max() ?? 1
     }
 
@@ -91,19 +100,22 @@ public struct SplicePlanner: Sendable {
                 i += 1
                 continue
             }
-            var matched = false
-            var n = min(longestKey, c.count - i)
-            while n > 0 {
-                let s = String(c[i..<(i + n)])
-                if let name = byText[s] {
-                    plan.append(.clip(name: name, text: s))
-                    i += n
-                    matched = true
-                    break
-                }
-                n -= 1
+            // Longest match, growing from one character while the text so far begins some
+            // clip's text: a character no clip starts with costs one lookup (shop texts are
+            // mostly such characters, and are planned before any sound).
+            var best: (n: Int, name: String)?
+            var s = ""
+            var n = 1
+            while i + n <= c.count {
+                s.append(c[i + n - 1])
+                guard prefixes.contains(s) else { break }
+                if let name = byText[s] { best = (n, name) }
+                n += 1
             }
-            if !matched {
+            if let best {
+                plan.append(.clip(name: best.name, text: String(c[i..<(i + best.n)])))
+                i += best.n
+            } else {
                 plan.append(.gap(String(c[i])))
                 i += 1
             }

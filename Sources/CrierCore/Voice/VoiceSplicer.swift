@@ -58,6 +58,29 @@ public enum VoiceSplicer {
         return (out, starts)
     }
 
+    /// The first `count` samples of `splice(plan, pack:)` without splicing the rest: they are
+    /// the first clip faded in, since everything after only touches the last crossfade's worth
+    /// of what is there. nil when the first clip is too short for that (then splice it all).
+    /// The first sound of a long alert goes out without waiting for the whole part's splice.
+    public static func head(_ plan: SplicePlan, pack: VoicePack, count: Int) -> [Float]? {
+        guard plan.covered else { return nil }
+        let n = max(1, pack.manifest.rate * crossfadeMs / 1000)
+        for step in plan.steps {
+            switch step {
+            case .gap: return nil
+            case .pause: continue  // a pause before the first clip is dropped
+            case .clip(let name, _):
+                guard let pcm = pack.clips[name], pcm.count - n >= count else { return nil }
+                var s = pcm[0..<count].map { Float($0) / 32767 }
+                // The same fade-in as `splice` (over min(n, clip) samples), cut to `count`.
+                let k = min(n, pcm.count)
+                for i in 0..<min(k, count) { s[i] *= Float(i + 1) / Float(k + 1) }
+                return s
+            }
+        }
+        return nil
+    }
+
     static func fadeIn(_ x: inout [Float], _ n: Int) {
         let k = min(n, x.count)
         for i in 0..<k { x[i] *= Float(i + 1) / Float(k + 1) }
