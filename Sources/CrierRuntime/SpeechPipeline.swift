@@ -117,7 +117,10 @@ public struct SpeechPipeline: Sendable {
     /// without waiting for a task to be scheduled. `finish` does the rest.
     public func startStream(parts: [Utterance], rate: Int, into clip: ClipStream) -> StreamRun {
         let t0 = Monotonic.now()
-        if !clip.isCancelled, let plans = voicePacks.plans(parts) {
+        // The pack's choice is logged once the sound has started (the log line is a write).
+        let choice = clip.isCancelled ? LoadedVoicePacks.Choice() : voicePacks.choose(parts)
+        defer { voicePacks.logChoice(choice) }
+        if let plans = choice.plans {
             // From clips: the first 20 ms go in now (first sound), the rest in `finish`; each
             // part's end is marked for partial acks, as espeak's are.
             let (head, tail) = voicePacks.start(plans[0], rate: rate)

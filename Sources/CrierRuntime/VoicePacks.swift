@@ -1,6 +1,7 @@
 import CrierCore
 import CrierMusicFile
 import CrierPosix
+import Glibc
 
 /// The voice packs of `voice.pack.zh` / `voice.pack.en`, loaded once (docs/voice.md): what the
 /// speech pipeline says from clips instead of espeak-ng.
@@ -39,7 +40,18 @@ public struct LoadedVoicePacks: Sendable {
             out.byLang[lang] = Entry(path: path, pack: pack, planner: SplicePlanner(lang: lang, clips: pack.available(from: inventory)),
                                      resampler: Resampler(from: pack.manifest.rate, to: config.audio.rate))
         }
+        // Decoding went through float buffers four times the size of the clips kept: hand the
+        // freed heap back, so the daemon's RSS grows by about the clips' samples.
+        if !out.byLang.isEmpty { trimHeap() }
         return out
+    }
+
+    /// glibc's malloc_trim(0), which Swift's Glibc module does not declare: found with dlsym
+    /// (RTLD_DEFAULT is a null handle); skipped where the C library has none.
+    static func trimHeap() {
+        typealias Trim = @convention(c) (Int) -> Int32
+        guard let sym = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return }
+        _ = unsafeBitCast(sym, to: Trim.self)(0)
     }
 
     /// One part's clips: what `render` turns into samples.
@@ -50,21 +62,39 @@ public struct LoadedVoicePacks: Sendable {
 
     /// Every part's plan, or nil when a part's language has no pack or a part has words no clip
     /// covers: then espeak-ng says the whole alert (docs/voice.md, "Partial coverage"). Cheap
-    /// (text only), so the choice is made before any sound.
+    /// (text only), so the choice is made before any sound. Logs the choice.
     public func plans(_ parts: [Utterance]) -> [PartPlan]? {
-        guard !byLang.isEmpty, !parts.isEmpty else { return nil }
+        let c = choose(parts)
+        logChoice(c)
+        return c.plans
+    }
+
+    /// The choice `plans` makes, not logged yet: the speech pipeline starts the sound first
+    /// (espeak-ng or the first clip) and logs after, off the path to the first sample.
+    public struct Choice: Sendable {
+        public var plans: [PartPlan]?
+        /// The part with words no clip covers, when a pack was asked and cannot say the alert.
+        var missing: Utterance?
+    }
+
+    public func choose(_ parts: [Utterance]) -> Choice {
+        guard !byLang.isEmpty, !parts.isEmpty else { return Choice() }
         var out: [PartPlan] = []
         for u in parts {
-            guard let e = byLang[u.lang] else { return nil }
-            let plan = e.planner.plan(u.text)
-            guard plan.covered else {
-                log.info("the voice pack has no clip for some words; espeak-ng says the whole text", ["missing": plan.gaps.joined(separator: " | ")])
-                return nil
-            }
-            out.append(PartPlan(entry: e, plan: plan))
+            guard let e = byLang[u.lang] else { return Choice() }
+            // Stops at the first uncovered word; the whole list is made for the log, later.
+            guard e.planner.covers(u.text) else { return Choice(plans: nil, missing: u) }
+            out.append(PartPlan(entry: e, plan: e.planner.plan(u.text)))
         }
-        log.info("said from voice pack clips", ["clips": out.reduce(0) { $0 + $1.plan.clipNames.count }])
-        return out
+        return Choice(plans: out)
+    }
+
+    public func logChoice(_ c: Choice) {
+        if let u = c.missing, let e = byLang[u.lang] {
+            log.info("the voice pack has no clip for some words; espeak-ng says the whole text", ["missing": e.planner.plan(u.text).gaps.joined(separator: " | ")])
+        } else if let plans = c.plans {
+            log.info("said from voice pack clips", ["clips": plans.reduce(0) { $0 + $1.plan.clipNames.count }])
+        }
     }
 
     func resampler(_ e: Entry, rate: Int) -> Resampler {

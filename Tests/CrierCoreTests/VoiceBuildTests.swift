@@ -187,3 +187,21 @@ import Testing
         }
     }
 }
+
+/// The early answer the speech pipeline asks before the first sound equals the full plan's.
+@Suite struct SplicePlannerCoversTests {
+    @Test func coversAgreesWithThePlanOnRandomTextsAndEveryExample() {
+        var rng = SplitMix64(seed: 5)
+        for lang in Lang.allCases {
+            let all = VoiceInventory.clips(lang: lang)
+            let planner = SplicePlanner(lang: lang, clips: all)
+            let partial = SplicePlanner(lang: lang, clips: all.filter { _ in rng.next() % 4 != 0 })
+            var texts = SpokenText.examples.filter { lang == .zh || $0.en != nil }.map { Announcer().announce(.text($0.input), lang: lang).utterance.text }
+            texts += ["请到三号窗口取餐", "新客户来了，四十二号，请到窗口取餐", "please collect at window three", ""]
+            for t in texts {
+                #expect(planner.covers(t) == planner.plan(t).covered, "\(t)")
+                #expect(partial.covers(t) == partial.plan(t).covered, "\(t)")
+            }
+        }
+    }
+}

@@ -89,9 +89,16 @@ public struct SplicePlanner: Sendable {
         lang == .zh ? planZh(Array(words)) : planEn(Array(words))
     }
 
+    /// Whether the pack's clips say all of `words`: `plan(words).covered`, stopping at the first
+    /// word no clip covers (a shop text usually starts with one), for the choice made before
+    /// the first sound.
+    public func covers(_ words: String) -> Bool {
+        (lang == .zh ? planZh(Array(words), untilGap: true) : planEn(Array(words), untilGap: true)).covered
+    }
+
     // MARK: zh
 
-    func planZh(_ c: [Character]) -> SplicePlan {
+    func planZh(_ c: [Character], untilGap: Bool = false) -> SplicePlan {
         var plan = SplicePlan()
         var i = 0
         while i < c.count {
@@ -117,6 +124,7 @@ public struct SplicePlanner: Sendable {
                 i += best.n
             } else {
                 plan.append(.gap(String(c[i])))
+                if untilGap { return plan }
                 i += 1
             }
         }
@@ -129,7 +137,7 @@ public struct SplicePlanner: Sendable {
         ch.isLetter || ch.isNumber || ch == "'" || ch == "’" || ch == "-"
     }
 
-    func planEn(_ c: [Character]) -> SplicePlan {
+    func planEn(_ c: [Character], untilGap: Bool = false) -> SplicePlan {
         // Tokens: words (letters, digits, apostrophes, hyphens) and single other characters.
         var tokens: [String] = []
         var i = 0
@@ -155,6 +163,7 @@ public struct SplicePlanner: Sendable {
                     plan.append(.clip(name: name, text: tok))
                 } else {
                     plan.append(.gap(tok))
+                    if untilGap { return plan }
                 }
                 t += 1
                 continue
@@ -177,6 +186,7 @@ public struct SplicePlanner: Sendable {
             }
             if done { continue }
             for s in word(tok) { plan.append(s) }
+            if untilGap, !plan.covered { return plan }
             t += 1
         }
         return plan
