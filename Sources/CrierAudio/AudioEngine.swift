@@ -112,10 +112,17 @@ public final class AudioEngine: Sendable {
     private let musicSettings: MusicConfig
     private let policyBox = Mutex<ThreadPolicy?>(nil)
 
+    /// TEST ONLY: `CRIER_TEST_AUDIO_SPEED`, read once when the engine is made (`AudioTestSpeed`).
+    let testSpeed: AudioTestSpeed
+
     public init(config: AudioEngineConfig, log: Logger, music: MusicConfig = MusicConfig()) {
         self.config = config
         self.log = log
         musicSettings = music
+        testSpeed = AudioTestSpeed(value: FileIO.env(AudioTestSpeed.variable), device: config.device)
+        if let m = testSpeed.message {
+            if testSpeed.refused { log.error(m, ["device": config.device]) } else { log.warning(m, ["device": config.device]) }
+        }
     }
 
     /// Mixes music from `buffer` (interleaved float at the output format) under everything
@@ -448,7 +455,9 @@ public final class AudioEngine: Sendable {
             var buf = [Int16](repeating: 0, count: period * ch)
             let zeros = buf
             let t0 = Monotonic.now()
-            var pacer = Pacer(device: Pacer.Device(rate: rate, period: period, buffer: device.bufferFrames, selfPaced: device.selfPaced),
+            let speed = device.selfPaced ? engine.testSpeed.factor : 1
+            var pacer = Pacer(device: Pacer.Device(rate: rate, period: period, buffer: device.bufferFrames, selfPaced: device.selfPaced,
+                                                   speed: speed),
                               start: t0)
             let deepFloor = pacer.idleMargin
             let pollFDs = device.selfPaced ? [] : device.pollDescriptors()
@@ -470,7 +479,7 @@ public final class AudioEngine: Sendable {
             playhead = Playhead()
             func playedPosition(_ written: UInt64) -> UInt64 {
                 if device.selfPaced {
-                    let clock = max(0, Pacer.clock(since: t0, now: Monotonic.now(), rate: rate))
+                    let clock = max(0, Pacer.clock(since: t0, now: Monotonic.now(), rate: rate, speed: speed))
                     playhead.observe(written: written, clock: clock)
                     return UInt64(clock)
                 }

@@ -33,7 +33,9 @@ public enum RunCommand {
         if reloadedAt != nil { config.status.onStart = false }
         let hub = ctx.hub
         let log = hub.logger("runtime")
-        hub.limitRepeats()
+        // TEST ONLY (scripts/soak.sh): CRIER_TEST_AUDIO_SPEED compresses the limiter's minute too.
+        let testSpeed = AudioTestSpeed(value: FileIO.env(AudioTestSpeed.variable), device: config.audio.device)
+        hub.limitRepeats(RateLimiter(window: testSpeed.logWindow(RateLimiter().window)))
         hub.noteClockSteps(monotonic: Monotonic.now)
         let lastError = LastErrorSink()
         hub.add(lastError)

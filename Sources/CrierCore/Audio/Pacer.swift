@@ -23,13 +23,21 @@ public struct Pacer: Sendable, Equatable {
         public var buffer: Int
         /// null and file PCMs consume at once: the stream is paced against the clock instead.
         public var selfPaced: Bool
+        /// TEST ONLY (scripts/soak.sh): a self-paced stream's clock runs this many times faster
+        /// than real time, so a year of speech fits in an hour (`AudioTestSpeed`). 1 on a box; never
+        /// applied to a clock-driven device (a real card plays at its own rate).
+        public var speed: Double
 
-        public init(rate: Int, period: Int, buffer: Int, selfPaced: Bool) {
+        public init(rate: Int, period: Int, buffer: Int, selfPaced: Bool, speed: Double = 1) {
             self.rate = rate
             self.period = period
             self.buffer = buffer
             self.selfPaced = selfPaced
+            self.speed = selfPaced && speed.isFinite && speed > 0 ? speed : 1
         }
+
+        /// Frames per second of wall time: the rate, times the test speed on a self-paced device.
+        var pace: Double { Double(rate) * (selfPaced ? speed : 1) }
 
         func frames(ms: Double) -> Int { AudioFormat(rate: rate, channels: 1).frames(ms: ms) }
     }
@@ -78,9 +86,10 @@ public struct Pacer: Sendable, Equatable {
         min(buffer, max(2 * period, buffer / 2))
     }
 
-    /// Frames the clock has reached at `now` since `start`: what a self-paced device has played.
-    public static func clock(since start: Double, now: Double, rate: Int) -> Int64 {
-        Int64((now - start) * Double(rate))
+    /// Frames the clock has reached at `now` since `start`: what a self-paced device has played
+    /// (`speed`: the test-only factor of `Device.speed`).
+    public static func clock(since start: Double, now: Double, rate: Int, speed: Double = 1) -> Int64 {
+        Int64((now - start) * Double(rate) * speed)
     }
 
     // MARK: 1. Taking back queued silence
@@ -151,7 +160,7 @@ public struct Pacer: Sendable, Equatable {
         // Idle: nothing ahead of the clock, so arriving speech lands at "now" in the stream
         // (there is no rewind on these devices).
         let ahead = idle && !added ? 0 : device.buffer
-        let clock = Self.clock(since: start, now: now, rate: device.rate)
+        let clock = Self.clock(since: start, now: now, rate: device.rate, speed: device.selfPaced ? device.speed : 1)
         let behind = added && Int64(written) < clock ? Int(clock - Int64(written)) : 0
         let due = clock + Int64(ahead)
         let frames = Int(max(0, due - Int64(written) - Int64(behind)))
@@ -214,7 +223,7 @@ public struct Pacer: Sendable, Equatable {
     /// asked only after a limited write, `delay` only idle on a clock-driven device.
     public func sleep(after plan: Plan, idle: Bool, pendingEnd: UInt64?, now: Double,
                       played: (UInt64) -> UInt64, delay: () -> Int?) -> Sleep {
-        let rate = Double(device.rate)
+        let rate = device.pace
         if plan.limited {
             // Woken by the clip's next samples, or when the queue is down to `floor`.
             let p = played(written)
@@ -224,9 +233,9 @@ public struct Pacer: Sendable, Equatable {
         }
         if device.selfPaced {
             let batch = idle ? Self.idleBatchPeriods : 1
-            let nextDue = start + Double(Int64(written) + Int64(batch * device.period) - Int64(plan.ahead)) / rate
+            let nextDue = start + Double(Int64(written) + Int64(batch * device.period) - Int64(plan.ahead)) / device.pace
             var timeout = nextDue - now
-            if let end = pendingEnd { timeout = min(timeout, start + Double(end) / rate - now) }
+            if let end = pendingEnd { timeout = min(timeout, start + Double(end) / device.pace - now) }
             return .wake(timeout: max(0, timeout))
         }
         if idle, case let spare = (delay() ?? 0) - idleMargin, spare >= device.period {
