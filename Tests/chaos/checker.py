@@ -134,8 +134,10 @@ def last_loud_before(speech, a, b):
     return max(ends) if ends else None
 
 
-def check(rec):
-    """Every invariant over one record: a list of Failure (empty: the run passed)."""
+def check(rec, skip=()):
+    """Every invariant over one record: a list of Failure (empty: the run passed). `skip`: names
+    of invariants not to check (the soak's orders all have one priority: priority_not_blocked,
+    quadratic in orders, has nothing to find there)."""
     fails = []
     orders = rec["orders"]
     server = rec["server"]
@@ -286,7 +288,8 @@ def check(rec):
             total_loud, total_expected)))
 
     # higher priority never waits behind lower longer than one interruption
-    fails += _check_priority(rec, orders, sends, acks, segs)
+    if "priority_not_blocked" not in skip:
+        fails += _check_priority(rec, orders, sends, acks, segs)
 
     # the process: stops in time, survives SIGHUP, never dies by itself, idle is idle
     for seg in segs:
