@@ -13,13 +13,14 @@
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$ROOT"
+# The build flags of the steps before it, so nothing is rebuilt: CI's debug build as chaos.sh
+# and test.sh make it (warnings as errors), the release build as bench.sh makes it.
 case " $* " in
-  *" --ci "*) CONF=debug ;;
-  *) CONF=release ;;
+  *" --ci "*) BUILD=(-c debug -Xswiftc -warnings-as-errors) ;;
+  *) BUILD=(-c release) ;;
 esac
 if [ -z "${CRIER_BIN:-}" ]; then
-  # No -warnings-as-errors: the flag changes the build and would rebuild what scripts/test.sh or bench.sh built.
-  swift build -c "$CONF" --product crier 2>&1 | tail -n 3
-  CRIER_BIN="$(swift build -c "$CONF" --show-bin-path)/crier"
+  swift build "${BUILD[@]}" --product crier 2>&1 | tail -n 3
+  CRIER_BIN="$(swift build "${BUILD[@]}" --show-bin-path)/crier"
 fi
 CRIER_BIN="$CRIER_BIN" exec /usr/bin/python3 Tests/chaos/soak.py "$@"

@@ -100,6 +100,14 @@ ARTEFACT = "speech synthesis is behind playback"
 RESERVE = "crier.reserve"   # the data reserve: preallocated once (4 MB), never rewritten
 
 
+def device_bytes(dev):
+    """Bytes written to a block device so far (/sys/block/DEV/stat: sectors written, 512 B)."""
+    if not dev:
+        return None
+    with open("/sys/block/%s/stat" % dev) as f:
+        return int(f.read().split()[6]) * 512
+
+
 def dir_bytes(path):
     """(apparent bytes, allocated bytes, files) under path, the data reserve left out."""
     a = b = n = 0
@@ -359,9 +367,11 @@ class Soak:
         self.a = a
         self.rng = random.Random(a.seed)
         self.tmp = tempfile.mkdtemp(prefix="crier-soak-")
-        for d in ("xdg/alsa", "data"):
-            os.makedirs(os.path.join(self.tmp, d))
-        self.data = os.path.join(self.tmp, "data")
+        os.makedirs(os.path.join(self.tmp, "xdg/alsa"))
+        # --data-dir: the state on a file system of its own (e.g. an ext4 made like the image's
+        # crier-data), whose block device --block-dev counts what reaches the "card".
+        self.data = a.data_dir or os.path.join(self.tmp, "data")
+        os.makedirs(self.data, exist_ok=True)
         self.env = dict(os.environ, XDG_CONFIG_HOME=os.path.join(self.tmp, "xdg"),
                         CRIER_TEST_AUDIO_SPEED=str(a.speed))
         self.env.pop("NOTIFY_SOCKET", None)
@@ -657,6 +667,8 @@ class Soak:
             self.poll_procs()
             pid = self.daemon.p.pid
             before = dict(self.procs[pid])
+            time.sleep(6)   # the file system's commit (ext4: 5 s) of what came before
+            dev0 = device_bytes(a.block_dev)
             tt = time.monotonic()
             for _ in range(a.paced_orders):
                 self.order("new_customer")
@@ -664,22 +676,25 @@ class Soak:
             limit = time.monotonic() + 30
             while time.monotonic() < limit and self.srv.unacked():
                 time.sleep(0.2)
-            time.sleep(2)
+            time.sleep(6)
             self.poll_procs()
             after = self.procs.get(pid)
+            dev1 = device_bytes(a.block_dev)
             if after and after is not before:
                 outbox = os.path.join(self.data, "state.acks")
                 paced = {"orders": a.paced_orders, "gap_s": a.paced_gap, "seconds": time.monotonic() - tt,
                          "write_bytes": after.get("write_bytes", 0) - before.get("write_bytes", 0),
-                         "outbox_bytes": os.path.getsize(outbox) if os.path.exists(outbox) else 0}
+                         "outbox_bytes": os.path.getsize(outbox) if os.path.exists(outbox) else 0,
+                         "device_bytes": dev1 - dev0 if dev0 is not None else None}
         # Idle: link up, music on, nothing to say.
         idle = None
         if a.idle_seconds > 0 and self.daemon.alive():
-            time.sleep(3)
+            time.sleep(6)
             self.poll_procs()
             pid = self.daemon.p.pid
             before = dict(self.procs[pid])
             d0 = dir_bytes(self.data)
+            dev0 = device_bytes(a.block_dev)
             tt = time.monotonic()
             mt = {}
             for root, _, files in os.walk(self.data):
@@ -696,7 +711,9 @@ class Soak:
                         touched.append(fn)
             if after:
                 dt = time.monotonic() - tt
+                dev1 = device_bytes(a.block_dev)
                 idle = {"seconds": dt, "write_bytes": after.get("write_bytes", 0) - before.get("write_bytes", 0),
+                        "device_bytes": dev1 - dev0 if dev0 is not None else None,
                         "wchar": after.get("wchar", 0) - before.get("wchar", 0),
                         "cpu": (after["ticks"] - before["ticks"]) / hz / dt,
                         "data_growth": dir_bytes(self.data)[0] - d0[0], "files_touched": sorted(touched),
@@ -829,10 +846,15 @@ def report(s, fails, t_orders, idle, end):
               "CPU %.1f%%; RSS %s -> %s kB" % (idle["seconds"], idle["write_bytes"], idle["write_bytes"] * h, idle["data_growth"],
                                                ", ".join(idle["files_touched"]) or "none", 100 * idle["cpu"], idle["rss_kb"][0],
                                                idle["rss_kb"][1]))
+        if idle.get("device_bytes") is not None:
+            print("  idle: the device (%s) took %d B (%.0f B per idle hour; anything else on that file system counts too)" % (
+                a.block_dev, idle["device_bytes"], idle["device_bytes"] * h))
     p = getattr(s, "paced", None)
     if p:
-        print("  at a shop's pace (%d orders, one every %.0f s, outbox file %d B): %.0f B written to storage per order" % (
-            p["orders"], p["gap_s"], p["outbox_bytes"], p["write_bytes"] / p["orders"]))
+        print("  at a shop's pace (%d orders, one every %.0f s, outbox file %d B): %.0f B written to storage per order%s" % (
+            p["orders"], p["gap_s"], p["outbox_bytes"], p["write_bytes"] / p["orders"],
+            "; the device (%s) took %.0f B per order, file system journal included" % (a.block_dev, p["device_bytes"] / p["orders"])
+            if p.get("device_bytes") is not None else ""))
     if a.mqtt:
         print("  mqtt: %d final acks received again; %d orders answered more often than the harness published them "
               "(QoS 1 redeliveries by the broker: counted, not judged)" % (s.srv.dup_acks, len(getattr(s, "answered_again", []))))
@@ -859,6 +881,8 @@ def main():
     ap.add_argument("--paced-orders", type=int, default=30, help="card wear at a shop's pace: orders said one by one at the end")
     ap.add_argument("--paced-gap", type=float, default=4.0, help="seconds between those orders")
     ap.add_argument("--ci", action="store_true", help="the CI step: 3000 orders in 2 min, samples every 5 s, 5 paced orders, 20 s idle")
+    ap.add_argument("--data-dir", help="the daemon's data directory (state.path's); default: in the run's temp dir")
+    ap.add_argument("--block-dev", help="block device under --data-dir (e.g. loop3): its written sectors are reported")
     ap.add_argument("--json", help="write the samples, summary and failures here")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
@@ -897,6 +921,8 @@ def main():
         print("files kept in %s (record: %s; re-check: python3 Tests/chaos/chaos.py --check %s)" % (s.tmp, rec, rec))
     else:
         shutil.rmtree(s.tmp, ignore_errors=True)
+        if a.data_dir:
+            shutil.rmtree(a.data_dir, ignore_errors=True)
     sys.exit(1 if fails else 0)
 
 

@@ -998,3 +998,26 @@ def test_an_order_published_again_after_a_reload_is_acked_again_not_said_again(b
         sub.stop()
     assert len([l for l in crier.lines() if "INFO alert: spoken id=H-1" in l]) == 1, "\n".join(crier.lines()[-30:])
     assert len(acks(sub, "H-1")) >= 2, sub.lines("out")
+
+
+def test_sigterm_mid_alert_finished_in_the_grace_period_is_not_said_again_after_the_restart(box, broker):
+    """Issue 35 (found by scripts/soak.sh --mqtt): SIGTERM while an order is being said; it ends
+    within the grace period and is logged spoken as the link stops. After the restart the inbox
+    hands the order over again: it must be acked from the outcome, never said a second time."""
+    sub = broker.subscriber("crier/box1/acks")
+    box_conf(box, broker)
+    crier = run_box(box)
+    crier.wait_for(r"INFO link: connected")
+    broker.publish("crier/box1/orders", '{"type":"order","id":"T-1","kind":"text","text":"请到前台取餐"}')
+    line = crier.wait_for(r"INFO alert: synthesized ids=T-1 seconds=")[0]
+    time.sleep(float(re.search(r"seconds=([0-9.]+)", line).group(1)) * 0.6)  # the end falls in the grace period
+    assert crier.stop(signal.SIGTERM) == 0
+    assert [l for l in crier.lines() if "alert: spoken id=T-1" in l], "\n".join(crier.lines()[-12:])
+    crier = run_box(box)
+    try:
+        crier.wait_for(r"INFO link: connected")
+        sub.wait_for(r'"id":"T-1","status":"spoken"', which="out", timeout=30)
+        time.sleep(2)
+    finally:
+        assert crier.stop() == 0
+    assert not [l for l in crier.lines() if "alert: spoken id=T-1" in l], [l for l in crier.lines() if "T-1" in l]
