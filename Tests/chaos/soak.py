@@ -294,7 +294,15 @@ class MQTTServer:
             with self.lock:
                 self.rec["server"].append({"t": time.time(), "conn": 0, "dir": "recv", "msg": m, "event": None})
                 oid, st = m.get("id"), m.get("status")
-                if m.get("type") == "ack" and st in checker.FINAL and not (
+                if m.get("type") == "ack" and st == "rejected" and m.get("reason") in checker.NOT_FINAL_REASONS:
+                    # "The server may resend later" (queue_full): published again 2 s later, as
+                    # chaos.py's v1 server does.
+                    def again(oid=oid):
+                        with self.lock:
+                            if oid in self.open and oid in self.orders:
+                                self.send(self.orders[oid])
+                    threading.Timer(2.0, again).start()
+                elif m.get("type") == "ack" and st in checker.FINAL and not (
                         st == "rejected" and m.get("reason") in checker.NOT_FINAL_REASONS):
                     if oid in self.final:
                         self.dup_acks += 1
