@@ -69,6 +69,8 @@ public actor Daemon {
     var setupRadio: SetupRadio?
     /// crier.conf, where a network joined from the setup hotspot is saved.
     let configPath: String?
+    /// crier's runtime directory, where a crier.conf it may not write goes (LocalPage.writeConfig).
+    var runtimeDir: String?
 
     /// Slots and update records (DaemonUpdates.swift); nil until `start`.
     var update: UpdateStatus?

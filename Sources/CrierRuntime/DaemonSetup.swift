@@ -167,16 +167,22 @@ extension Daemon {
         }
     }
 
+    /// Where crier.conf.new goes for crier-config.path (the control socket's directory).
+    public func setRuntimeDir(_ dir: String?) { runtimeDir = dir }
+
     /// The joined network into crier.conf (for the next start) and into the Wi-Fi monitor now.
     func saveSetupNetwork(_ n: SetupNetwork) {
         let log = hub.logger("setup")
         if let path = configPath {
+            // Through the page's conf writer: crier may not write the boot partition itself
+            // (ProtectSystem=strict); then crier-config.service writes it and reloads.
             let old = (try? FileIO.read(path)).map { String(decoding: $0, as: UTF8.self) } ?? ""
-            do throws(SystemError) {
-                try FileIO.writeDurably(path, Array(n.edited(conf: old).utf8))
-                log.notice("network saved to crier.conf", ["file": path, "ssid": n.ssid.text, "keys": n.confLines.map(\.key).joined(separator: ",")])
-            } catch {
-                log.error("cannot save the network to \(path): \(error); the box stays on it until it restarts, then set wifi.ssid and wifi.psk there by hand")
+            switch LocalPage.writeConfig(n.edited(conf: old), configPath: path, runtimeDir: runtimeDir, log: log, what: "network") {
+            case .success(let how):
+                log.notice("network saved to crier.conf", ["file": path, "ssid": n.ssid.text, "keys": n.confLines.map(\.key).joined(separator: ","),
+                                                           "by": how == .written ? "crier" : "crier-config.service"])
+            case .failure:
+                log.error("cannot save the network to \(path); the box stays on it until it restarts, then set wifi.ssid and wifi.psk there by hand")
             }
         }
         var w = wifi?.config ?? config.wifi

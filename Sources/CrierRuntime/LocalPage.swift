@@ -20,6 +20,34 @@ enum LocalPage {
         _ = chmod(path, mode)
     }
 
+    enum Written { case written, handedOver }
+
+    /// crier.conf's new text, the way every change from a phone is saved (the page's settings,
+    /// the setup hotspot's network): replaced durably when the daemon may write it; otherwise
+    /// (EACCES/EPERM/EROFS: the packaged unit, /boot/firmware read-only to it) handed to
+    /// crier-config.path as `RUNTIME_DIR/crier.conf.new`, which `crier apply-config` checks,
+    /// writes as root and follows with `systemctl reload crier`.
+    static func writeConfig(_ text: String, configPath: String, runtimeDir: String?, log: Logger, what: String) -> Result<Written, ConfigEditor.Refusal> {
+        do throws(SystemError) {
+            try writeKeepingMode(configPath, Array(text.utf8))
+            return .success(.written)
+        } catch {
+            guard [EACCES, EPERM, EROFS].contains(error.code), let dir = runtimeDir else {
+                log.error("cannot write \(configPath): \(error); \(what) not saved")
+                return .failure(ConfigEditor.Refusal(key: nil, message: "cannot write the configuration file"))
+            }
+            // Not ours to write: the root helper checks it again, writes it and reloads.
+            do throws(SystemError) {
+                try FileIO.writePrivate(requestPath(runtimeDir: dir), Array(text.utf8))
+            } catch {
+                log.error("cannot hand the \(what) to crier-config: \(error); \(what) not saved")
+                return .failure(ConfigEditor.Refusal(key: nil, message: "cannot save the \(what)"))
+            }
+            log.info("\(what) handed to crier-config.service to write \(configPath) and reload", ["request": requestPath(runtimeDir: dir)])
+            return .success(.handedOver)
+        }
+    }
+
     static func start(config: CrierConfig, configPath: String, daemon: Daemon, runtimeDir: String?,
                       snapshot: @escaping @Sendable () async -> StatusSnapshot, tail: LogTailSink, hub: LogHub) -> WebServer? {
         let log = hub.logger("web")
@@ -71,27 +99,18 @@ enum LocalPage {
                 }
             },
             writeConfig: { text in
-                do throws(SystemError) {
-                    try writeKeepingMode(configPath, Array(text.utf8))
-                } catch {
-                    guard [EACCES, EPERM, EROFS].contains(error.code), let dir = runtimeDir else {
-                        log.error("local page: cannot write \(configPath): \(error); settings not saved")
-                        return .failure(ConfigEditor.Refusal(key: nil, message: "cannot write the configuration file"))
-                    }
-                    // Not ours to write: the root helper checks it again, writes it and reloads.
-                    do throws(SystemError) {
-                        try FileIO.writePrivate(requestPath(runtimeDir: dir), Array(text.utf8))
-                    } catch {
-                        log.error("local page: cannot hand the settings to crier-config: \(error); settings not saved")
-                        return .failure(ConfigEditor.Refusal(key: nil, message: "cannot save the settings"))
-                    }
-                    log.info("local page: settings handed to crier-config.service to write \(configPath) and reload")
+                switch writeConfig(text, configPath: configPath, runtimeDir: runtimeDir, log: log, what: "settings") {
+                case .failure(let e): return .failure(e)
+                case .success(.handedOver): return .success("saved; applying")
+                case .success(.written):
+                    // The same path as `systemctl reload crier`.
+                    kill(getpid(), SIGHUP)
                     return .success("saved; applying")
                 }
-                // The same path as `systemctl reload crier`.
-                kill(getpid(), SIGHUP)
-                return .success("saved; applying")
-            })
+            },
+            setupState: { await daemon.setupState() },
+            setupSubmit: { ssid, psk, hidden, country in await daemon.setupSubmit(ssid: ssid, psk: psk, hidden: hidden, country: country) },
+            setupRescan: { await daemon.setupRescan() })
         let app = WebApp(config: config, hooks: hooks, log: log, clock: { Monotonic.now() }, sessions: sessions,
                          persist: { text in if let p = sessionsPath { try? FileIO.writePrivate(p, Array(text.utf8)) } })
         do {

@@ -139,6 +139,7 @@ public enum RunCommand {
         do { try monitor.start() } catch { powerLog.warning("no thread for the power monitor: \(error); power and temperature are read once, at start") }
         powerView.set(monitor: monitor, lastStart: lastStart)
         await daemon.start()
+        await daemon.setRuntimeDir(control.map { FileIO.directory(of: $0.path) })
         let web = LocalPage.start(config: config, configPath: ctx.loaded.path, daemon: daemon,
                                   runtimeDir: control.map { FileIO.directory(of: $0.path) },
                                   snapshot: snapshot, tail: logTail, hub: hub)

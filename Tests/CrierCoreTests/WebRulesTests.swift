@@ -445,3 +445,119 @@ extension WebRulesTests {
         }
     }
 }
+
+/// The captive portal (docs/setup.md section 6): the page joined to the setup hotspot.
+extension WebRulesTests {
+    @Test func probesAreRedirectedOnlyWhileSetupIsOpenAndAForeignPostNever() {
+        let portal = "http://10.42.0.1/"
+        let probes = ["connectivitycheck.gstatic.com", "clients3.google.com", "captive.apple.com", "www.msftconnecttest.com",
+                      "evil.example.com", "1.2.3.4.evil.com", "crier.local\r\nX: y", "", nil]
+        for h in probes {
+            // Setup closed: the refusal exactly as hostAllowed says (the DNS-rebinding defence).
+            for m in ["GET", "HEAD", "POST", "PUT"] { #expect(HTTPRules.hostVerdict(method: m, host: h, portal: nil) == .refuse, "\(m) \(String(describing: h))") }
+            // Open: a GET or HEAD is a probe; a change with a foreign Host is never accepted.
+            #expect(HTTPRules.hostVerdict(method: "GET", host: h, portal: portal) == .redirect(portal))
+            #expect(HTTPRules.hostVerdict(method: "HEAD", host: h, portal: portal) == .redirect(portal))
+            for m in ["POST", "PUT", "DELETE", "OPTIONS", "get"] { #expect(HTTPRules.hostVerdict(method: m, host: h, portal: portal) == .refuse, "\(m)") }
+        }
+        for h in ["10.42.0.1", "10.42.0.1:80", "crier-7f3a.local", "192.168.1.20:8080", "crier"] {
+            for p in [nil, portal] { #expect(HTTPRules.hostVerdict(method: "POST", host: h, portal: p) == .serve) }
+        }
+    }
+
+    final class Hotspot: Sendable {
+        let state = Mutex<SetupPortal.State?>(nil)
+        let submitted = Mutex<[(String, String, Bool, String?)]>([])
+        let rescans = Mutex(0)
+        let uses = Mutex(0)
+    }
+
+    static func portalApp(_ f: Fake, _ h: Hotspot, _ lines: Lines) -> WebApp {
+        var hooks = f.hooks
+        hooks.setupState = { h.uses.withLock { $0 += 1 }; return h.state.withLock { $0 } }
+        hooks.setupSubmit = { s, p, hid, c in
+            h.submitted.withLock { $0.append((s, p, hid, c)) }
+            switch SetupNetwork.validate(ssid: s, psk: p, hidden: hid, country: c, configuredCountry: nil) {
+            case .failure(let e): return e
+            case .success: h.state.withLock { $0?.phase = .trying }; return nil
+            }
+        }
+        hooks.setupRescan = { h.rescans.withLock { $0 += 1 } }
+        let hub = LogHub(clock: { WallTime(unixMillis: 0) })
+        hub.add(lines)
+        return WebApp(config: CrierConfig(), hooks: hooks, log: hub.logger("web"), clock: { f.now.withLock { $0 } }, random: Bytes(5).next)
+    }
+
+    static func openState() -> SetupPortal.State {
+        SetupPortal.State(phase: .open, apName: "Crier-1234",
+                          networks: [ScannedNetwork(ssid: Array("Shop".utf8), signal: -45, frequency: 2437, security: .wpa),
+                                     ScannedNetwork(ssid: Array("Cafe <b>".utf8), signal: -70, frequency: 2412, security: .open)],
+                          lastSSID: nil, lastOutcome: nil, closesIn: 900, needsCountry: true)
+    }
+
+    static func probe(_ host: String, _ path: String, method: String = "GET") -> WebRequest {
+        WebRequest(method: method, path: path, headers: ["host": host], client: "10.42.0.50")
+    }
+
+    @Test func whileSetupIsOpenProbesGet302ToThePortalAndClosedTheyAre421() async {
+        let f = Fake(), h = Hotspot(), l = Lines()
+        let app = Self.portalApp(f, h, l)
+        let probes = [("connectivitycheck.gstatic.com", "/generate_204"), ("clients3.google.com", "/generate_204"),
+                      ("captive.apple.com", "/hotspot-detect.html"), ("www.msftconnecttest.com", "/connecttest.txt"), ("anything.example", "/x")]
+        for (host, path) in probes { #expect(await app.handle(Self.probe(host, path)).status == 421) }  // no hotspot
+        h.state.withLock { $0 = Self.openState(); $0?.phase = .closed }
+        for (host, path) in probes { #expect(await app.handle(Self.probe(host, path)).status == 421) }  // closed
+        h.state.withLock { $0 = Self.openState() }
+        for (host, path) in probes {
+            let r = await app.handle(Self.probe(host, path))
+            #expect(r.status == 302 && r.header("Location") == "http://10.42.0.1/", "\(host)")
+        }
+        // A change with a foreign Host is refused even now, paired or not.
+        guard let s = await Self.pair(app, f) else { Issue.record("did not pair"); return }
+        let post = await app.handle(Self.post("/api/setup", "csrf=\(s.csrf)&ssid=Shop&psk=password1&country=GB", cookie: s.cookie, host: "captive.apple.com"))
+        #expect(post.status == 421 && h.submitted.withLock { $0.isEmpty })
+        // The portal itself, by the box's address.
+        let page = await app.handle(Self.probe("10.42.0.1", "/"))
+        #expect(page.status == 200 && String(decoding: page.body, as: UTF8.self).contains("id=\"setupf\""))
+    }
+
+    @Test func theStatusCarriesTheNetworksAndASubmitNeedsAPairedSessionAndAToken() async {
+        let f = Fake(), h = Hotspot(), l = Lines()
+        let app = Self.portalApp(f, h, l)
+        #expect(!String(decoding: await app.handle(Self.get("/api/status")).body, as: UTF8.self).contains("\"setup\""))
+        h.state.withLock { $0 = Self.openState() }
+        let st = Self.json(await app.handle(Self.get("/api/status")))
+        guard case .object(let su)? = st["setup"], case .array(let nets)? = su["networks"] else { Issue.record("no setup in the status"); return }
+        #expect(nets.count == 2 && su["ap"] == .string("Crier-1234") && su["needs_country"] == .bool(true))
+        // Unpaired, or paired without the token: refused, nothing tried.
+        #expect(await app.handle(Self.post("/api/setup", "ssid=Shop&psk=password1&country=GB")).status == 401)
+        guard let s = await Self.pair(app, f) else { Issue.record("did not pair"); return }
+        #expect(await app.handle(Self.post("/api/setup", "ssid=Shop&psk=password1&country=GB", cookie: s.cookie)).status == 403)
+        #expect(h.submitted.withLock { $0.isEmpty })
+        // A refusal comes back with its field and code, never the password.
+        let bad = await app.handle(Self.post("/api/setup", "csrf=\(s.csrf)&ssid=Shop&psk=short77", cookie: s.cookie))
+        let bj = Self.json(bad)
+        #expect(bad.status == 422 && bj["error"] == .string("psk_length") && !String(decoding: bad.body, as: UTF8.self).contains("short77"))
+        guard case .string(let next)? = bj["csrf"] else { Issue.record("no next token"); return }
+        let ok = await app.handle(Self.post("/api/setup", "csrf=\(next)&ssid=Shop&psk=pa%22ss+%23x1&hidden=on&country=gb", cookie: s.cookie))
+        #expect(ok.status == 200 && Self.json(ok)["trying"] == .bool(true))
+        let sent = h.submitted.withLock { $0.last }
+        #expect(sent?.0 == "Shop" && sent?.1 == "pa\"ss #x1" && sent?.2 == true && sent?.3 == "GB")
+        #expect(!l.all.withLock { $0 }.contains { $0.contains("pa\"ss") || $0.contains("short77") })
+        // Trying: a second submit is 409 (the hotspot is down meanwhile).
+        guard case .string(let n2)? = Self.json(ok)["csrf"] else { Issue.record("no next token"); return }
+        #expect(await app.handle(Self.post("/api/setup", "csrf=\(n2)&ssid=Shop&psk=password1&country=GB", cookie: s.cookie)).status == 409)
+        #expect(h.uses.withLock { $0 } > 5)  // every request counts as use
+    }
+
+    @Test func thePortalViewIsInBothLanguagesEscapedAndSmall() {
+        for l in Lang.allCases {
+            let html = WebPage.html(lang: l, device: "box")
+            #expect(html.contains("id=\"setup\"") && html.contains("id=\"nets\"") && html.contains("name=\"psk\"") && html.contains("name=\"country\""))
+            #expect(html.contains(l == .zh ? "设置无线网络" : "Set up the Wi-Fi"))
+        }
+        for k in ["wrong_password", "not_found", "connected", "trying"] { #expect(WebPage.script.ranges(of: k + ":'").count == 2, "\(k)") }
+        // Names from the air go in as text, never as markup.
+        #expect(WebPage.script.contains("b.textContent=") && !WebPage.script.contains("b.innerHTML"))
+    }
+}

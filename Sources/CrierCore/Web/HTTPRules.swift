@@ -124,6 +124,29 @@ public enum HTTPRules {
         return parts.count == 4 && parts.allSatisfy { p in Int(p).map { (0...255).contains($0) && p.count <= 3 } ?? false }
     }
 
+    /// What the page does with a request's Host (docs/security.md).
+    public enum HostVerdict: Sendable, Equatable {
+        case serve
+        /// 421: a foreign name (the DNS-rebinding defence).
+        case refuse
+        /// 302 to the portal: a phone's captive-portal probe while the setup hotspot is open.
+        case redirect(String)
+    }
+
+    /// `portal`: the setup page's URL while the setup hotspot is open (`http://10.42.0.1/`),
+    /// nil otherwise. A Host the page answers to is served. Any other Host is refused, except
+    /// a GET or HEAD while the hotspot is open: then it is a phone's captive-portal probe
+    /// (dnsmasq answers every name with the box: connectivitycheck.gstatic.com/generate_204,
+    /// captive.apple.com/hotspot-detect.html, www.msftconnecttest.com/connecttest.txt, …) and
+    /// gets a 302 to the portal, so the phone opens its sign-in sheet there. A redirect reveals
+    /// nothing to a rebinding page (it cannot read a cross-origin answer), and a change (POST
+    /// or any other method) with a foreign Host is refused whatever the state.
+    public static func hostVerdict(method: String, host: String?, portal: String?) -> HostVerdict {
+        if hostAllowed(host) { return .serve }
+        guard let portal, method == "GET" || method == "HEAD" else { return .refuse }
+        return .redirect(portal)
+    }
+
     static func isHostByte(_ b: UInt8) -> Bool {
         (b >= 0x30 && b <= 0x39) || (b >= 0x61 && b <= 0x7a) || b == 0x2e || b == 0x2d
     }

@@ -66,11 +66,22 @@ public struct WebHooks: Sendable {
     public var readConfig: @Sendable () -> Result<String, ConfigEditor.Refusal>
     /// Writes the checked text atomically and applies it as SIGHUP would; a message for the page.
     public var writeConfig: @Sendable (String) async -> Result<String, ConfigEditor.Refusal>
+    /// The setup hotspot (DaemonSetup.swift): its state (nil: `setup.hotspot = off`; each call
+    /// counts as use), a network to try (a refusal, or nil: trying), a new scan.
+    public var setupState: @Sendable () async -> SetupPortal.State?
+    public var setupSubmit: @Sendable (_ ssid: String, _ psk: String, _ hidden: Bool, _ country: String?) async -> SetupNetwork.Problem?
+    public var setupRescan: @Sendable () async -> Void
 
     public init(status: @escaping @Sendable () async -> StatusSnapshot, logTail: @escaping @Sendable () -> [String],
                 say: @escaping @Sendable (Lang, String, Bool) async -> Void, perform: @escaping @Sendable (WebAction) async -> Void,
                 readConfig: @escaping @Sendable () -> Result<String, ConfigEditor.Refusal>,
-                writeConfig: @escaping @Sendable (String) async -> Result<String, ConfigEditor.Refusal>) {
+                writeConfig: @escaping @Sendable (String) async -> Result<String, ConfigEditor.Refusal>,
+                setupState: @escaping @Sendable () async -> SetupPortal.State? = { nil },
+                setupSubmit: @escaping @Sendable (String, String, Bool, String?) async -> SetupNetwork.Problem? = { _, _, _, _ in nil },
+                setupRescan: @escaping @Sendable () async -> Void = {}) {
+        self.setupState = setupState
+        self.setupSubmit = setupSubmit
+        self.setupRescan = setupRescan
         self.status = status
         self.logTail = logTail
         self.say = say
@@ -148,8 +159,15 @@ public final class WebApp: Sendable {
 
     public func handle(_ r: WebRequest) async -> WebResponse {
         let now = clock()
-        guard HTTPRules.hostAllowed(r.header("host")) else {
-            return Self.error(421, "host", "open the page by the box's address or DEVICE-ID.local")
+        // The hotspot's state once per request (a request from a phone is use: the idle timer
+        // restarts), for the captive-portal redirect and the portal view.
+        let setup = await hooks.setupState()
+        let setupOpen = setup.map { $0.phase != .closed } ?? false
+        switch HTTPRules.hostVerdict(method: r.method, host: r.header("host"), portal: setupOpen ? Self.portalURL : nil) {
+        case .serve: break
+        case .refuse: return Self.error(421, "host", "open the page by the box's address or DEVICE-ID.local")
+        case .redirect(let to):
+            return Self.respond(302, "text/html; charset=utf-8", Array("<a href=\"\(to)\">\(to)</a>\n".utf8), [("Location", to)])
         }
         let lang = HTTPRules.language(query: r.query, acceptLanguage: r.header("accept-language"), fallback: config.speech.lang)
         let token = HTTPRules.cookie(WebSessions.cookieName, in: r.header("cookie"))
@@ -162,7 +180,7 @@ public final class WebApp: Sendable {
         case ("GET", "/app.css"), ("HEAD", "/app.css"):
             return Self.respond(200, "text/css; charset=utf-8", Array(WebPage.style.utf8))
         case ("GET", "/api/status"):
-            return await status(session: token, now: now)
+            return await status(session: token, now: now, setup: setup)
         case ("POST", _):
             break
         case (_, "/"), (_, "/app.js"), (_, "/app.css"), (_, "/api/status"):
@@ -184,7 +202,7 @@ public final class WebApp: Sendable {
         default:
             break
         }
-        guard ["/api/action", "/api/settings", "/api/logout"].contains(r.path) else { return Self.error(404, "not_found", "no such page") }
+        guard ["/api/action", "/api/settings", "/api/logout", "/api/setup", "/api/setup/rescan"].contains(r.path) else { return Self.error(404, "not_found", "no such page") }
         let check = state.withLock { $0.sessions.checkCSRF(session: token, csrf: field("csrf"), now: now, random: random) }
         let next: String
         switch check {
@@ -202,6 +220,25 @@ public final class WebApp: Sendable {
             state.withLock { $0.sessions.end(token) }
             saveSessions()
             return Self.json(200, JSONObject([("ok", .bool(true))]), [("Set-Cookie", WebSessions.clearCookie)])
+        case "/api/setup", "/api/setup/rescan":
+            guard let st = setup, st.phase == .open else {
+                let phase = setup?.phase.rawValue ?? "off"
+                return Self.json(409, JSONObject([("ok", .bool(false)), ("error", .string("setup_" + phase)),
+                                                  ("message", .string(phase == "off" ? "the setup hotspot is off (setup.hotspot in crier.conf)" : "the setup hotspot is \(phase), not open; wait a moment")), nextField]))
+            }
+            if r.path == "/api/setup/rescan" {
+                await hooks.setupRescan()
+                log.info("local page: setup rescan", ["client": r.client])
+                return Self.json(200, JSONObject([("ok", .bool(true)), nextField]))
+            }
+            let country = field("country").map { $0.trimmed.uppercased() }.flatMap { $0.isEmpty ? nil : $0 }
+            if let p = await hooks.setupSubmit(field("ssid") ?? "", field("psk") ?? "", ["on", "1", "true"].contains(field("hidden") ?? ""), country) {
+                // The refusal's message never holds the password (SetupNetwork.validate).
+                return Self.json(422, JSONObject([("ok", .bool(false)), ("error", .string(p.code.rawValue)), ("field", .string(p.field)),
+                                                  ("message", .string(p.message)), nextField]))
+            }
+            log.info("local page: setup network submitted", ["client": r.client])
+            return Self.json(200, JSONObject([("ok", .bool(true)), ("trying", .bool(true)), nextField]))
         case "/api/action":
             guard let a = field("do").flatMap(WebAction.init(rawValue:)) else {
                 return Self.error(400, "action", "unknown action", [])
@@ -246,6 +283,9 @@ public final class WebApp: Sendable {
             }
         }
     }
+
+    /// Where a captive-portal probe is sent while the hotspot is open: the box on its own AP.
+    public static let portalURL = "http://\(HotspotConf.address)/"
 
     static func testText(_ lang: Lang) -> String {
         lang == .zh ? "测试播报，声音正常。" : "Test announcement. The speaker works."
@@ -298,11 +338,17 @@ public final class WebApp: Sendable {
     /// Unpaired: the device, version and whether it is healthy and linked. Paired: everything
     /// `crier status --json` says, the log tail and the settings (order text, customer names,
     /// the server and the Wi-Fi are for the shop only).
-    func status(session token: String?, now: Double) async -> WebResponse {
+    /// While the setup hotspot is open, `setup` (SetupPortal.json) for everyone: the networks
+    /// the box sees are no secret to a phone in radio range.
+    func status(session token: String?, now: Double, setup: SetupPortal.State? = nil) async -> WebResponse {
         let session = state.withLock { $0.sessions.find(token, now: now) }
         let snap = await hooks.status()
         var o = JSONObject([("paired", .bool(session != nil)), ("device", .string(snap.deviceID)), ("version", .string(snap.version)),
                             ("healthy", .bool(snap.healthy)), ("link", .string(snap.link.state))])
+        if let st = setup, st.phase != .closed,
+           case .success(let v) = JSON.parse(Array(SetupPortal.json(st).utf8), limits: JSON.Limits(maxDepth: 8, maxBytes: 1 << 20)) {
+            o["setup"] = v
+        }
         if let locked = state.withLock({ $0.pairing.locked(now: now) }) { o["pairing_locked_s"] = .number(JSONNumber(Int(locked.rounded(.up)))) }
         guard let s = session else { return Self.json(200, o) }
         o["csrf"] = .string(s.csrf)
