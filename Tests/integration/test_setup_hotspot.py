@@ -3,6 +3,7 @@ request file crier-setup-ap.service would follow, and a fake wpa_supplicant cont
 answers SCAN, SCAN_RESULTS, ADD_NETWORK, SET_NETWORK, SELECT_NETWORK, REMOVE_NETWORK and sends the
 events of a try. The real radio, hostapd and dnsmasq are scripts/vm/scenarios/13-hotspot.sh."""
 import json
+import re
 import os
 import threading
 import time
@@ -235,3 +236,104 @@ def test_page_close_and_idle_rules_and_off(box, tmp_path):
         assert r.returncode == 1 and "setup.hotspot = off" in r.stdout, r.stdout
     finally:
         p.stop()
+
+
+def test_the_portal_on_the_page_probe_redirect_pair_submit_and_a_read_only_conf(box, tmp_path):
+    """The page joined to the hotspot (docs/setup.md section 6): while setup is open a phone's
+    probe gets 302 to the portal, the portal lists the networks, a submit needs a paired
+    session and its token, and the joined network goes into crier.conf through the page's
+    conf writer: crier.conf read-only to crier (the packaged unit) -> crier.conf.new in the
+    runtime directory for crier-config.path, crier.conf untouched."""
+    import shutil
+    import subprocess
+    from test_web import free_port
+    ctl = tmp_path / "wpa"
+    ctl.mkdir()
+    sup = SetupSupplicant(str(ctl / "wlan0"))
+    sup.outcome = "CONNECTED"
+    boot = tmp_path / "boot"
+    boot.mkdir()
+    box.conf = str(boot / "crier.conf")
+    port = free_port()
+    speech = str(tmp_path / "speech.txt")
+    box.write_conf("status.on_start = off\nspeech.lang = en\n# the owner's comment\nsetup.after_minutes = 0\n"
+                   "setup.request_file = %s\nwifi.control_dir = %s\nwifi.interface = wlan0\nweb.listen = 127.0.0.1:%d\n"
+                   % (tmp_path / "setup-ap", ctl, port))
+    before = open(box.conf).read()
+    env = dict(box.env, CRIER_TEST_PAIRING_SPEECH_FILE=speech)
+    args = [CRIER, "run", "--config", box.conf]
+    if os.geteuid() == 0 and shutil.which("unshare"):
+        # root writes any file: a read-only bind mount in a private mount namespace (EROFS)
+        args = ["unshare", "-m", "sh", "-c", 'mount --bind -o ro "$0" "$0" && exec "$@"', str(boot)] + args
+    else:
+        os.chmod(boot, 0o555)  # EACCES
+    p = Proc(args, env=env)
+    cookie, csrf = [None], [None]
+
+    def req(method, path, form=None, host="127.0.0.1:%d" % port):
+        import http.client
+        import urllib.parse
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        h = {"Host": host}
+        if form is not None:
+            h["Content-Type"] = "application/x-www-form-urlencoded"
+        if cookie[0]:
+            h["Cookie"] = cookie[0]
+        c.request(method, path, body=urllib.parse.urlencode(form) if form is not None else None, headers=h)
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        j = json.loads(data) if r.getheader("Content-Type", "").startswith("application/json") else None
+        if j and j.get("csrf"):
+            csrf[0] = j["csrf"]
+        return r, j
+
+    try:
+        p.wait_for(r"INFO web: local page listening")
+        # closed: the probe is refused as before (DNS-rebinding defence)
+        r, _ = req("GET", "/generate_204", host="connectivitycheck.gstatic.com")
+        assert r.status == 421
+        assert setup_cmd(box, "open").returncode == 0
+        p.wait_for(r"NOTICE setup: setup hotspot open", timeout=20)
+        for host, path in (("connectivitycheck.gstatic.com", "/generate_204"), ("captive.apple.com", "/hotspot-detect.html"),
+                           ("www.msftconnecttest.com", "/connecttest.txt"), ("clients3.google.com", "/generate_204")):
+            r, _ = req("GET", path, host=host)
+            assert r.status == 302 and r.getheader("Location") == "http://10.42.0.1/", (host, r.status)
+        r, j = req("GET", "/api/status")
+        assert [n["ssid"] for n in j["setup"]["networks"]] == ["Shop", 'Cafe "Free"'] and j["setup"]["phase"] == "open"
+        # unpaired: refused, nothing tried
+        r, j = req("POST", "/api/setup", form={"ssid": "Shop", "psk": "password1", "country": "GB"})
+        assert r.status == 401
+        t = time.time() - 1
+        r, j = req("POST", "/api/pair/request", form={})
+        assert r.status == 200, j
+        end = time.monotonic() + 10
+        while not (os.path.exists(speech) and os.path.getmtime(speech) >= t) and time.monotonic() < end:
+            time.sleep(0.05)
+        code = "".join(c for c in open(speech, encoding="utf-8").read() if c.isdigit())[:4]
+        r, j = req("POST", "/api/pair", form={"code": code})
+        assert r.status == 200, j
+        cookie[0] = r.getheader("Set-Cookie").split(";")[0]
+        # a foreign Host on a change: refused even while open
+        r, _ = req("POST", "/api/setup", form={"csrf": csrf[0], "ssid": "Shop", "psk": PASSWORD, "country": "GB"}, host="captive.apple.com")
+        assert r.status == 421
+        r, j = req("POST", "/api/setup", form={"csrf": csrf[0], "ssid": "Shop", "psk": PASSWORD, "country": "GB"})
+        assert r.status == 200 and j["trying"] is True, j
+        p.wait_for(r"NOTICE setup: network tried: connected", timeout=20)
+        m = p.wait_for(r"NOTICE setup: network saved to crier.conf .*by=crier-config.service", timeout=10)
+        new = tmp_path / "crier.conf.new"
+        text = new.read_text()
+        assert 'wifi.ssid = Shop\n' in text and "wifi.country = GB\n" in text and "# the owner's comment\n" in text
+        assert open(box.conf).read() == before, "crier wrote the read-only crier.conf"
+        # what crier-config.service does next: checked, written, the request removed
+        if os.geteuid() != 0:
+            os.chmod(boot, 0o755)
+        a = box.run("apply-config", str(new), box.conf)
+        assert a.returncode == 0, a.stderr
+        chk = box.run("check-config", box.conf)
+        assert "wifi.ssid = Shop" in chk.stdout and "wifi.psk = (set)" in chk.stdout, chk.stdout
+        log = "\n".join(p.lines())
+        assert 'pa"ss' not in log and code not in re.findall(r"\d{4}", log)
+    finally:
+        p.stop()
+        os.chmod(boot, 0o755)
