@@ -10,12 +10,15 @@
 #       "Connect your phone to Crier N N N N…"; time from the gesture to the AP beaconing;
 #   (b) the phone (wpa_supplicant + udhcpc in its namespace) joins the open AP and gets a lease
 #       (time from the gesture); DNS answers the Android, iOS and Windows probe names and any
-#       other name with the box (10.42.0.1). The portal page itself is CrierHTTP's (issue 34
-#       point 1): its HTTP answer is not asserted here;
-#   (c) a wrong password submitted (`crier setup submit`, the control socket the page's
-#       handlers also call): "Wi-Fi password wrong" said, the AP comes back, the phone rejoins;
-#   (d) the right one: the box joins the shop network, crier.conf holds wifi.ssid/psk/country,
-#       "Wi-Fi connected" said with the shop's DHCP address.
+#       other name with the box (10.42.0.1); from the phone's namespace the probe URLs answer
+#       302 to http://10.42.0.1/, the portal page loads, its status lists the shop's network,
+#       and the phone pairs with the code the box says (the debug build's speech hook, as in
+#       Tests/integration/test_web.py);
+#   (c) a wrong password submitted (`crier setup submit`, the control socket): "Wi-Fi password
+#       wrong" said, the AP comes back, the phone rejoins and the page shows wrong_password;
+#   (d) the right one submitted through the page from the phone (paired session + CSRF): the
+#       box joins the shop network, crier.conf holds wifi.ssid/psk/country, "Wi-Fi connected"
+#       said with the shop's DHCP address.
 # The shop's SSID has quotes and `network={`, its passphrase quotes, `#` and `network={`: they
 # reach the supplicant as hex through SET_NETWORK, never as text in a file.
 # vm-timeout: 600
@@ -96,8 +99,9 @@ UNIT=$!
 # --- the box --------------------------------------------------------------------------------------
 ip link set wlan0 up
 CRIER_VM_SERVER="" crier_config "status.on_start = off" "speech.lang = en" "input = fifo:/tmp/buttons" \
-  "setup.after_minutes = 0" "setup.request_file = $REQ" "setup.repeat = 30"
-"$CRIER_BIN" run --config /tmp/crier.conf 2>> "$LOG" &
+  "setup.after_minutes = 0" "setup.request_file = $REQ" "setup.repeat = 30" "web.listen = 0.0.0.0:80"
+# the debug build's hook (Tests/integration/test_web.py): what the box says for pairing, for the phone to "hear"
+CRIER_TEST_PAIRING_SPEECH_FILE=/tmp/pairing-speech.txt "$CRIER_BIN" run --config /tmp/crier.conf 2>> "$LOG" &
 CRIER_PID=$!
 wait_log "$LOG" ' INFO runtime: ready' 90 || { tail -n 20 "$LOG"; fail "crier not ready"; exit 1; }
 wait_log "$LOG" 'controls: ready' 30 || say "note: no 'controls: ready' line"
@@ -158,7 +162,55 @@ for name in connectivitycheck.gstatic.com captive.apple.com www.msftconnecttest.
   if [ "$a" = 10.42.0.1 ]; then say "(b) DNS $name -> $a"; else fail "DNS $name from the phone: $(printf '%s' "$out" | tr '\n' ' ')" || true; fi
 done
 if grep -q 'DHCPACK' "$SDIR/dnsmasq.log"; then say "(b) dnsmasq: $(grep DHCPACK "$SDIR/dnsmasq.log" | tail -n1)"; fi
-say "(b) HTTP portal: WAITING for the page (CrierHTTP, issue 34 point 1): not asserted here"
+# the phone's browser, in its namespace: the box's address as DNS gave it, each probe's Host
+cat > /tmp/phone-http.py <<'PY'
+import http.client, json, os, re, sys, time, urllib.parse
+ST = "/tmp/phone-session.json"
+s = json.load(open(ST)) if os.path.exists(ST) else {}
+def req(method, path, host="10.42.0.1", form=None):
+    c = http.client.HTTPConnection("10.42.0.1", 80, timeout=60)
+    h = {"Host": host}
+    if form is not None: h["Content-Type"] = "application/x-www-form-urlencoded"
+    if s.get("cookie"): h["Cookie"] = s["cookie"]
+    c.request(method, path, body=urllib.parse.urlencode(form) if form is not None else None, headers=h)
+    r = c.getresponse(); data = r.read(); c.close()
+    j = json.loads(data) if r.getheader("Content-Type", "").startswith("application/json") else None
+    if j and j.get("csrf"): s["csrf"] = j["csrf"]
+    if r.getheader("Set-Cookie"): s["cookie"] = r.getheader("Set-Cookie").split(";")[0]
+    json.dump(s, open(ST, "w"))
+    return r, j, data
+cmd = sys.argv[1]
+if cmd == "probe":
+    r, _, _ = req("GET", sys.argv[3], host=sys.argv[2]); print(r.status, r.getheader("Location"))
+elif cmd == "portal":
+    r, _, d = req("GET", "/"); print(r.status, len(d), "bytes", "portal-view" if b'id="setupf"' in d else "no-portal-view")
+elif cmd == "status":
+    r, j, _ = req("GET", "/api/status"); print(json.dumps(j.get("setup")))
+elif cmd == "pair":
+    t = time.time() - 1
+    r, j, _ = req("POST", "/api/pair/request", form={})
+    if r.status != 200: print("pair/request", r.status, j); sys.exit(1)
+    end = time.time() + 60
+    while not (os.path.exists("/tmp/pairing-speech.txt") and os.path.getmtime("/tmp/pairing-speech.txt") >= t) and time.time() < end: time.sleep(0.1)
+    code = "".join(re.findall(r"\d", open("/tmp/pairing-speech.txt", encoding="utf-8").read()))[:4]
+    r, j, _ = req("POST", "/api/pair", form={"code": code}); print("pair", r.status, "paired" if s.get("cookie") else "no-cookie")
+elif cmd == "submit":
+    r, j, _ = req("POST", "/api/setup", form={"csrf": s.get("csrf", ""), "ssid": sys.argv[2], "psk": sys.stdin.readline().rstrip("\n"), "country": "GB"})
+    print("submit", r.status, json.dumps({k: v for k, v in (j or {}).items() if k != "csrf"}))
+PY
+phone_http() { ip netns exec phone timeout 90 python3 /tmp/phone-http.py "$@" 2>&1; }
+T_PORTAL=$(uptime_s)
+for probe in connectivitycheck.gstatic.com:/generate_204 clients3.google.com:/generate_204 captive.apple.com:/hotspot-detect.html www.msftconnecttest.com:/connecttest.txt anything.example.org:/; do
+  out=$(phone_http probe "${probe%%:*}" "${probe#*:}")
+  if [ "$out" = "302 http://10.42.0.1/" ]; then say "(b) http://$probe -> $out"; else fail "(b) probe http://$probe from the phone: $out" || true; fi
+done
+out=$(phone_http portal)
+case "$out" in "200 "*portal-view) say "(b) portal http://10.42.0.1/: $out ($(elapsed "$T_GESTURE") s after the gesture)" ;; *) fail "(b) the portal page: $out" || true ;; esac
+phone_http status > "$W/portal-status.json"
+grep -qF '"ssid": "Shop \"Net\" network={"' "$W/portal-status.json" && say "(b) the portal lists the shop's network: $(head -c 300 "$W/portal-status.json")" \
+  || fail "(b) the portal's status does not list the shop's network: $(cat "$W/portal-status.json")" || true
+out=$(phone_http pair)
+case "$out" in *"pair 200 paired") say "(b) the phone paired with the code the box said: $out" ;; *) fail "(b) pairing from the phone: $out" || true ;; esac
 
 # --- (c) a wrong password --------------------------------------------------------------------------
 echo "not the password" | "$CRIER_BIN" setup --config /tmp/crier.conf submit --country GB "$SHOP_SSID" > "$W/submit-c.txt" 2>&1 || true
@@ -176,10 +228,15 @@ grep -q '"outcome":"wrong_password"' "$W/state-wrong.json" || fail "the page sta
 end=$((SECONDS + 60))
 until grep -q 'wpa_state=COMPLETED' <(ip netns exec phone wpa_cli -p /tmp/phone-ctrl -i wlan1 status 2>/dev/null) || ((SECONDS > end)); do sleep 0.5; done
 say "(c) phone back on $AP: $(ip netns exec phone wpa_cli -p /tmp/phone-ctrl -i wlan1 status 2>/dev/null | grep -E '^(wpa_state|ssid)=' | tr '\n' ' ')"
+end=$((SECONDS + 60))
+until ip -n phone -4 addr show dev wlan1 | grep -q 'inet 10\.42\.0\.' && phone_http status > "$W/portal-wrong.json" && grep -q '"outcome": "wrong_password"' "$W/portal-wrong.json" || ((SECONDS > end)); do sleep 1; done
+grep -q '"outcome": "wrong_password"' "$W/portal-wrong.json" && say "(c) the page from the phone: $(grep -o '"last": {[^}]*}' "$W/portal-wrong.json")" \
+  || fail "(c) the page does not show wrong_password to the phone: $(cat "$W/portal-wrong.json")" || true
 
 # --- (d) the right password --------------------------------------------------------------------------
 sleep 2
-printf '%s\n' "$SHOP_PASS" | "$CRIER_BIN" setup --config /tmp/crier.conf submit --country GB "$SHOP_SSID" > "$W/submit-d.txt" 2>&1 || true
+printf '%s\n' "$SHOP_PASS" | phone_http submit "$SHOP_SSID" > "$W/submit-d.txt" 2>&1 || true
+grep -q '^submit 200 ' "$W/submit-d.txt" || fail "(d) the submit through the page from the phone: $(cat "$W/submit-d.txt")"
 say "(d) submit: $(cat "$W/submit-d.txt")"
 T_TRY=$(uptime_s)
 wait_log "$LOG" 'setup: network tried: connected' 120 || fail "no 'network tried: connected' within 120 s"
