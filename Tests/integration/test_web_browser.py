@@ -126,9 +126,9 @@ class Browser:
         self.call("Page.navigate", url=url)
         self.wait("document.readyState === 'complete' && document.getElementById('s-link') && document.getElementById('s-link').textContent !== '…'")
 
-    def shot(self, name):
-        """The whole page, phone width."""
-        h = self.eval("Math.max(document.body.scrollHeight, 844)")
+    def shot(self, name, full=True):
+        """The whole page (or the first screen), phone width."""
+        h = self.eval("Math.max(document.body.scrollHeight, 844)") if full else 844
         self.call("Emulation.setDeviceMetricsOverride", width=390, height=h, deviceScaleFactor=1, mobile=True)
         data = base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"])
         self.call("Emulation.setDeviceMetricsOverride", width=390, height=844, deviceScaleFactor=1, mobile=True)
@@ -211,3 +211,52 @@ def test_the_page_in_a_browser_pair_volume_test_announcement_csrf_session_and_lo
     rate, _, x = read_wav(box.capture)
     loud = [i for i in range(n0, len(x)) if abs(x[i]) > 0.01]
     assert loud and (loud[-1] - loud[0]) / rate > 1.0, "the test announcement is not in the capture"
+
+
+def test_the_setup_portal_in_a_browser_pick_a_network_pair_submit_and_the_outcome(box):
+    """The captive portal (docs/setup.md section 6): while the setup hotspot is open the page
+    shows the networks the box sees; a tap fills the name; after pairing the form submits it;
+    the outcome ("Wi-Fi password wrong") comes back on the page by polling. Screenshots
+    portal-zh.png, portal-en.png."""
+    from test_setup_hotspot import SetupSupplicant, setup_cmd
+    ctl = box.tmp / "wpa"
+    ctl.mkdir()
+    sup = SetupSupplicant(str(ctl / "wlan0"))
+    sup.outcome = "WRONG_KEY"
+    w = Web(box, extra="setup.after_minutes = 0\nsetup.request_file = %s\nwifi.control_dir = %s\nwifi.interface = wlan0\n"
+                       % (box.tmp / "setup-ap", ctl))
+    b = Browser(box.tmp)
+    try:
+        assert setup_cmd(box, "open").returncode == 0
+        w.crier.wait_for(r"NOTICE setup: setup hotspot open", timeout=20)
+        base = "http://127.0.0.1:%d/" % w.port
+        b.open(base + "?lang=zh")
+        b.wait("!document.getElementById('setup').hidden && document.querySelectorAll('#nets button').length === 2")
+        assert "设置无线网络" in b.eval("document.body.innerText")
+        assert b.eval("document.getElementById('setupf').hidden") and not b.eval("document.getElementById('su-pair').hidden")
+        b.shot("portal-unpaired-zh.png", full=False)
+        b.open(base + "?lang=en")
+        b.wait("document.querySelectorAll('#nets button').length === 2")
+        names = b.eval("[].map.call(document.querySelectorAll('#nets button'), function(x){return x.textContent}).join('|')")
+        assert names.index("Shop") < names.index('Cafe "Free"'), names  # strongest first
+        t = time.time() - 1
+        b.eval("document.getElementById('ask').click()")
+        code, _ = w.spoken_code(t)
+        b.eval("var f=document.getElementById('pairf'); f.elements.code.value='%s'; "
+               "f.dispatchEvent(new Event('submit', {cancelable: true})); true" % code)
+        b.wait("!document.getElementById('setupf').hidden")
+        b.eval("document.querySelector('#nets button').click(); true")
+        assert b.eval("document.getElementById('setupf').elements.ssid.value") == "Shop"
+        assert not b.eval("document.getElementById('su-cc').hidden")  # no wifi.country in crier.conf
+        b.eval("var f=document.getElementById('setupf'); f.elements.psk.value='not the password'; f.elements.country.value='GB'; "
+               "f.dispatchEvent(new Event('submit', {cancelable: true})); true")
+        w.crier.wait_for(r"WARN setup: network tried: Wi-Fi password wrong", timeout=20)
+        b.wait("/Wi-Fi password wrong/.test(document.getElementById('su-out').textContent)", timeout=30)
+        b.shot("portal-en.png", full=False)
+        b.open(base + "?lang=zh")
+        b.wait("/无线网络密码错误/.test(document.getElementById('su-out').textContent)", timeout=30)
+        b.shot("portal-zh.png", full=False)
+        assert "not the password" not in "\n".join(w.crier.lines())
+    finally:
+        b.close()
+        w.stop()

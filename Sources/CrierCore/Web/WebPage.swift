@@ -91,7 +91,7 @@ public enum WebPage {
             <p id="su-out" role="status"></p><ul id="nets"></ul><p id="su-pair">\(t("setup_pair", l))</p>
             <form id="setupf" hidden><label>\(t("ssid", l))<input name="ssid" maxlength="32" autocomplete="off" autocapitalize="none"></label>
             <label>\(t("psk_new", l))<input name="psk" type="password" maxlength="64" autocomplete="new-password"></label>
-            <label class="row"><input name="hidden" type="checkbox" value="on">\(t("hidden", l))</label>
+            <label class="row"><input name="hidden_net" type="checkbox" value="on">\(t("hidden", l))</label>
             <label id="su-cc" hidden>\(t("country", l)) (CN, GB, US…)<input name="country" maxlength="2" autocapitalize="characters"></label>
             <button>\(t("connect", l))</button> <button id="rescan" type="button" class="plain">\(t("rescan", l))</button></form></section>
             <section id="pair" hidden><h2>\(t("pair_h", l))</h2><p>\(t("pair_p", l))</p>
@@ -143,13 +143,13 @@ public enum WebPage {
         (function(){'use strict';
         var T={zh:{up:'已连接',down:'未连接',off:'未设置',ok:'正常',bad:'有问题',asked:'请听播报器说出的四位数字，然后输入。',
         paired:'已配对。',saved:'已保存，正在应用…',done:'好的。',muted:'（静音）',none:'—',err:'出错：',
-        trying:'正在尝试连接…手机可能会暂时断开播报器的热点。密码错误时热点会回来，这里会显示原因；连接成功时播报器会说“无线网络已连接”。',
+        lock:'需密码',trying:'正在尝试连接…手机可能会暂时断开播报器的热点。密码错误时热点会回来，这里会显示原因；连接成功时播报器会说“无线网络已连接”。',
         connected:'已连接。',wrong_password:'无线网络密码错误',not_found:'找不到该网络',failed:'无法尝试该网络（请查看日志）',scanning:'正在搜索网络…',
         ssid_empty:'请输入网络名称',ssid_too_long:'网络名称太长（最多 32 字节）',ssid_unsavable:'网络名称含有无法保存的字符',
         psk_character:'密码含有无效字符',psk_length:'密码须为 8-63 个字符',country_needed:'请输入国家代码',country:'国家代码无效'},
         en:{up:'connected',down:'not connected',off:'not set',ok:'ok',bad:'degraded',asked:'Listen: the box says four digits. Type them here.',
         paired:'Paired.',saved:'Saved; applying…',done:'Done.',muted:' (muted)',none:'—',err:'Error: ',
-        trying:'Trying… your phone may drop off the box\'s hotspot meanwhile. If the password is wrong the hotspot comes back and this page says so; if it works the box says “Wi-Fi connected”.',
+        lock:'password',trying:'Trying… your phone may drop off the box’s hotspot meanwhile. If the password is wrong the hotspot comes back and this page says so; if it works the box says “Wi-Fi connected”.',
         connected:'Connected.',wrong_password:'Wi-Fi password wrong',not_found:'Network not found',failed:'Could not try the network (see the log)',scanning:'Searching for networks…'}};
         var lang=document.documentElement.lang,L=T[lang]||T.en,csrf='',$=function(i){return document.getElementById(i)};
         function say(m){$('msg').textContent=m}
@@ -165,9 +165,9 @@ public enum WebPage {
         text('su-ap',su.ap);$('su-pair').hidden=!!j.paired;$('setupf').hidden=!j.paired;$('su-cc').hidden=!su.needs_country;
         var o=$('su-out');if(su.phase=='trying')o.textContent=L.trying;else if(su.phase=='scanning')o.textContent=L.scanning;
         else if(su.last)o.textContent=su.last.ssid+': '+(L[su.last.outcome]||su.last.outcome);else if(!sub)o.textContent='';
-        var ul=$('nets'),k=(su.networks||[]).map(function(n){return n.ssid}).join('\n');if(ul.dataset.k===k)return;ul.dataset.k=k;ul.innerHTML='';
+        var ul=$('nets'),k=(su.networks||[]).map(function(n){return n.ssid}).join('\\n');if(ul.dataset.k===k)return;ul.dataset.k=k;ul.innerHTML='';
         (su.networks||[]).forEach(function(n){var li=document.createElement('li'),b=document.createElement('button');b.type='button';
-        b.textContent=bars(n.signal_dbm)+' '+n.ssid+(n.security=='open'?'':' 🔒');b.disabled=!n.joinable;
+        b.textContent=bars(n.signal_dbm)+' '+n.ssid+(n.security=='open'?'':' · '+L.lock);b.disabled=!n.joinable;
         b.onclick=function(){var f=$('setupf');f.elements.ssid.value=n.ssid;f.elements.psk.focus()};li.appendChild(b);ul.appendChild(li)})}
         function render(j){portal(j);var p=$('pill');p.textContent=j.healthy?L.ok:L.bad;p.className=j.healthy?'ok':'bad';
         text('s-link',L[j.link]||j.link);text('s-health',j.healthy?L.ok:L.bad);text('s-version',j.version);
@@ -192,7 +192,7 @@ public enum WebPage {
         req('POST','/api/settings',enc(o),function(c,j){say(c==200?L.saved:L.err+j.message);if(c==200)setTimeout(function(){location.reload()},4000)})};
         $('logout').onclick=function(){req('POST','/api/logout',enc({csrf:csrf}),function(){refresh()})};
         $('setupf').onsubmit=function(e){e.preventDefault();var el=this.elements;sub=true;
-        req('POST','/api/setup?lang='+lang,enc({csrf:csrf,ssid:el.ssid.value,psk:el.psk.value,hidden:el.hidden.checked?'on':'',country:el.country.value}),
+        req('POST','/api/setup?lang='+lang,enc({csrf:csrf,ssid:el.ssid.value,psk:el.psk.value,hidden:el.hidden_net.checked?'on':'',country:el.country.value}),
         function(c,j){$('su-out').textContent=c==200?L.trying:L.err+(L[j.error]||j.message);if(c==200)el.psk.value='';refresh()})};
         $('rescan').onclick=function(){req('POST','/api/setup/rescan',enc({csrf:csrf}),function(c,j){if(c!=200)say(L.err+j.message);refresh()})};
         var iv=setInterval(refresh,5000);refresh()})();
