@@ -226,7 +226,8 @@ grep -q '^ap' "$REQ" || fail "the access point did not come back after the faile
 "$CRIER_BIN" setup --config /tmp/crier.conf state > "$W/state-wrong.json" 2>&1 || true
 grep -q '"outcome":"wrong_password"' "$W/state-wrong.json" || fail "the page state does not show wrong_password: $(cat "$W/state-wrong.json")"
 end=$((SECONDS + 60))
-until grep -q 'wpa_state=COMPLETED' <(ip netns exec phone wpa_cli -p /tmp/phone-ctrl -i wlan1 status 2>/dev/null) || ((SECONDS > end)); do sleep 0.5; done
+# piped, not <(…): the guest has no /dev/fd (the process substitution failed every time: 60 s lost)
+until ip netns exec phone wpa_cli -p /tmp/phone-ctrl -i wlan1 status 2>/dev/null | grep -q 'wpa_state=COMPLETED' || ((SECONDS > end)); do sleep 0.5; done
 say "(c) phone back on $AP: $(ip netns exec phone wpa_cli -p /tmp/phone-ctrl -i wlan1 status 2>/dev/null | grep -E '^(wpa_state|ssid)=' | tr '\n' ' ')"
 end=$((SECONDS + 60))
 until ip -n phone -4 addr show dev wlan1 | grep -q 'inet 10\.42\.0\.' && phone_http status > "$W/portal-wrong.json" && grep -q '"outcome": "wrong_password"' "$W/portal-wrong.json" || ((SECONDS > end)); do sleep 1; done
