@@ -146,7 +146,7 @@ public enum SayCommand {
         }
         var config = ctx.loaded.config
         // --voice-pack: the pack for the text's language, over voice.pack.<lang>.
-        if let vp = o.voicePack { config.voicePacks.path[o.lang ?? config.speech.lang] = vp }
+        if let vp = o.voicePack { config.voicePacks.setting[o.lang ?? config.speech.lang] = .path(vp) }
         let speech = SpeechEngine(dataPath: config.speech.dataPath, deadline: config.speech.deadline, log: ctx.hub.logger("speech"))
         defer { speech.stop() }
         let pipeline = SpeechPipeline(config: config, speech: speech, log: ctx.hub.logger("speech"))

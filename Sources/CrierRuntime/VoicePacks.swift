@@ -19,24 +19,38 @@ public struct LoadedVoicePacks: Sendable {
 
     public var isEmpty: Bool { byLang.isEmpty }
 
-    /// Loads every configured pack; each problem is one log line and the rest of the pack is used.
+    /// Loads each language's pack from where `voice.pack.<lang>` says (`VoicePackPlaces`: auto
+    /// looks on the boot partition, then in the image); one log line per language says which
+    /// folder and why, each load problem is one more line, and the rest of a pack is used.
     public static func load(config: CrierConfig, log: Logger) -> LoadedVoicePacks {
         var out = LoadedVoicePacks(log: log)
+        let bases = VoicePackPlaces.bases(environment: getenv(VoicePackPlaces.testBasesVariable).map { String(cString: $0) })
         for lang in Lang.allCases {
-            guard let path = config.voicePacks.path[lang] else { continue }
+            let setting = config.voicePacks.setting(lang)
             let inventory = VoiceInventory.clips(lang: lang, templates: config.templates)
-            let t0 = Monotonic.now()
-            let r = VoicePackLoader.load(VoicePackFolder(path: path), inventory: inventory, lang: lang)
-            let ms = (Monotonic.now() - t0) * 1000
-            for p in r.problems {
-                if p.isFatal || p.losesClip { log.error("voice pack \(path): \(p.message)") } else { log.warning("voice pack \(path): \(p.message)") }
+            let r = VoicePackPlaces.resolve(setting, lang: lang, bases: bases) { path -> VoicePackPlaces.Probe<VoicePack> in
+                // auto: a folder that is not there is no problem to log.
+                if setting == .auto, access(path, F_OK) != 0, errno == ENOENT { return .absent }
+                let t0 = Monotonic.now()
+                let r = VoicePackLoader.load(VoicePackFolder(path: path), inventory: inventory, lang: lang)
+                let ms = (Monotonic.now() - t0) * 1000
+                for p in r.problems {
+                    if p.isFatal || p.losesClip { log.error("voice pack \(path): \(p.message)") } else { log.warning("voice pack \(path): \(p.message)") }
+                }
+                guard let pack = r.pack else { return .refused(r.problems.first { $0.isFatal }?.message ?? "not a pack") }
+                log.info("voice pack loaded", ["pack": path, "name": pack.manifest.name, "lang": lang.rawValue, "clips": r.covered, "needed": r.needed,
+                                               "mb": Format.fixed(Double(pack.bytes) / 1_048_576, 2), "ms": Format.fixed(ms, 0)])
+                return .loaded(pack, covered: r.covered, needed: r.needed)
             }
-            guard let pack = r.pack else {
-                log.warning("voice pack not used; espeak-ng says everything in \(lang.rawValue); check voice.pack.\(lang.rawValue) in crier.conf", ["pack": path])
+            guard let path = r.path, let pack = r.pack else {
+                if r.isProblem {
+                    log.warning("voice pack not used; espeak-ng says everything in \(lang.rawValue); check voice.pack.\(lang.rawValue) in crier.conf", ["why": r.why])
+                } else if setting == .auto {
+                    log.info("no voice pack", ["lang": lang.rawValue, "why": r.why])
+                }
                 continue
             }
-            log.info("voice pack loaded", ["pack": path, "name": pack.manifest.name, "lang": lang.rawValue, "clips": r.covered, "needed": r.needed,
-                                           "mb": Format.fixed(Double(pack.bytes) / 1_048_576, 2), "ms": Format.fixed(ms, 0)])
+            log.info("voice pack chosen", ["lang": lang.rawValue, "pack": path, "why": r.why])
             out.byLang[lang] = Entry(path: path, pack: pack, planner: SplicePlanner(lang: lang, clips: pack.available(from: inventory)),
                                      resampler: Resampler(from: pack.manifest.rate, to: config.audio.rate))
         }

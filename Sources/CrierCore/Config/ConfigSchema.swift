@@ -140,16 +140,21 @@ public enum ConfigValue {
     }
 }
 
-/// Recorded-clip voice packs per language (docs/voice.md). Empty: espeak-ng only.
+/// Recorded-clip voice packs per language (docs/voice.md, "Where packs live"). Default `auto`.
 public struct VoicePackConfig: Sendable, Equatable {
     public init() {}
-    public var path: [Lang: String] = [:]
+    /// Every language `auto` unless set (a language missing from the table is `auto` too).
+    public var setting: [Lang: VoicePackSetting] = Dictionary(uniqueKeysWithValues: Lang.allCases.map { ($0, .auto) })
+
+    public func setting(_ lang: Lang) -> VoicePackSetting { setting[lang] ?? .auto }
 
     static let keys: [ConfigKey] = Lang.allCases.map { l in
-        ConfigKey("voice.pack.\(l.rawValue)", section: "voice packs", default: "",
-                  doc: "Folder of a recorded-clip voice pack for \(l.rawValue) (docs/voice.md), e.g. /boot/firmware/voice/\(l.rawValue); "
-                      + "empty: espeak-ng only. Read at start; an alert with a word the pack lacks is said by espeak-ng whole.",
-                  apply: { c, v throws(ConfigValueError) in c.voicePacks.path[l] = v.isEmpty ? nil : try ConfigValue.absolutePath(v) },
-                  render: { $0.voicePacks.path[l] ?? "" })
+        ConfigKey("voice.pack.\(l.rawValue)", section: "voice packs", default: "auto",
+                  doc: "Recorded-clip voice pack for \(l.rawValue) (docs/voice.md). auto: the folder \(VoicePackPlaces.shopBase)/\(l.rawValue) on the boot partition "
+                      + "(a shop copies it from a PC), else the image's \(VoicePackPlaces.imageBase)/\(l.rawValue) (built in with scripts/build-image.sh --voice-pack, "
+                      + "updated over the air with the system), else espeak-ng; off or empty: espeak-ng only; an absolute path: that folder only. "
+                      + "Read at start; an alert with a word the pack lacks is said by espeak-ng whole.",
+                  apply: { c, v throws(ConfigValueError) in c.voicePacks.setting[l] = try VoicePackSetting.parse(v) },
+                  render: { $0.voicePacks.setting(l).rendered })
     }
 }
