@@ -5,7 +5,7 @@
 #
 #   scripts/build-image.sh --arch amd64|arm64 [--suite trixie|bookworm] [--deb FILE | --no-crier]
 #                          [--out FILE] [--mirror URL] [--no-xz] [--cache DIR | --no-cache]
-#                          [--keyring FILE]
+#                          [--keyring FILE] [--voice-pack LANG=DIR ...]
 #
 #   --deb FILE   the crier package to put in. Without it the package is built here, in the
 #                background while the root is made: trixie: scripts/build-deb.sh --target
@@ -14,6 +14,11 @@
 #   --no-crier   no crier: the runtime libraries and the boot layout only.
 #   --keyring F  the CA certificate(s) (PEM) bundles must be signed under, installed as
 #                /etc/rauc/keyring.pem (docs/updates.md). Without it the image refuses every bundle.
+#   --voice-pack LANG=DIR  (zh or en; once per language) a voice pack folder, copied into the
+#                read-only root as /usr/share/crier/voice/LANG and checked with `crier voice
+#                check` against the image's crier.conf (the build fails if it cannot serve it).
+#                voice.pack.LANG = auto uses it unless the boot partition has voice/LANG; every
+#                update bundle made from the image carries it (docs/voice.md).
 #   --cache DIR  where the base root lives (default /var/cache/crier-image): everything but crier,
 #                keyed on the recipe and the mirror's package indexes; crier is layered onto a
 #                copy of it on every run. --no-cache: build the base root for this run only.
@@ -36,8 +41,8 @@ set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
 ARCH="" DEB="" OUT="" MIRROR="http://deb.debian.org/debian" XZ=1 CACHE="${CRIER_IMAGE_CACHE:-/var/cache/crier-image}"
-SUITE=trixie CRIER=1 CHECK=0 KEYRING=""
-usage() { sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
+SUITE=trixie CRIER=1 CHECK=0 KEYRING="" VOICE_PACKS=()
+usage() { sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-2}"; }
 while (($#)); do
   case "$1" in
     --arch) ARCH="$2"; shift 2 ;;
@@ -52,12 +57,18 @@ while (($#)); do
     --reuse-root) shift ;;
     --base-cached) CHECK=1; shift ;;
     --keyring) KEYRING="$2"; shift 2 ;;
+    --voice-pack) VOICE_PACKS+=("$2"); shift 2 ;;
     -h|--help) usage 0 ;;
     *) echo "build-image: unknown argument $1" >&2; usage ;;
   esac
 done
 case "$ARCH" in amd64|arm64) ;; *) echo "build-image: --arch amd64|arm64 is required" >&2; usage ;; esac
 case "$SUITE" in trixie|bookworm) ;; *) echo "build-image: --suite trixie|bookworm, not '$SUITE'" >&2; usage ;; esac
+if ((${#VOICE_PACKS[@]})); then
+  # Checked before anything is built (minutes); the folders as absolute paths from here on.
+  sh "$(dirname "$0")/../image/hooks/voice-packs.sh" --check-args "${VOICE_PACKS[@]}" || exit $?
+  for i in "${!VOICE_PACKS[@]}"; do VOICE_PACKS[i]="${VOICE_PACKS[i]%%=*}=$(realpath "${VOICE_PACKS[i]#*=}")"; done
+fi
 [ "$(id -u)" = 0 ] || { echo "build-image: must run as root (mmdebstrap --mode=root, chroot)" >&2; exit 1; }
 ((CRIER)) || [ -z "$DEB" ] || { echo "build-image: --deb and --no-crier exclude each other" >&2; exit 2; }
 check_deb() {
@@ -192,7 +203,7 @@ base_key() {
   {
     echo "recipe=$BASE_RECIPE arch=$ARCH suite=$SUITE mirror=$MIRROR"
     declare -f base_mmdebstrap pkglist
-    (cd "$ROOT" && find image -type f ! -name customize-crier.sh ! -name customize-final.sh ! -path 'image/rauc/*' | LC_ALL=C sort | xargs sha256sum)
+    (cd "$ROOT" && find image -type f ! -name customize-crier.sh ! -name customize-final.sh ! -name voice-packs.sh ! -path 'image/rauc/*' | LC_ALL=C sort | xargs sha256sum)
     local s
     for s in "$MIRROR/dists/$SUITE" "$MIRROR/dists/$SUITE-updates" "${MIRROR%/debian}/debian-security/dists/$SUITE-security"; do
       python3 - "$s/InRelease" "$ARCH" $COMPONENTS <<'PY' || return 1
@@ -316,6 +327,10 @@ if [ -n "$KEYRING" ]; then
 else
   echo "  RAUC keyring: none (--keyring not given): this image refuses every update bundle"
 fi
+if ((${#VOICE_PACKS[@]})); then
+  step "voice packs: ${VOICE_PACKS[*]%%=*} into /usr/share/crier/voice (crier voice check)"
+  sh "$ROOT/image/hooks/voice-packs.sh" "$R" "${VOICE_PACKS[@]}" | sed 's/^/  /' || fail "a voice pack cannot go into the image (above)"
+fi
 CRIER_IMAGE_DIR="$ROOT/image" CRIER_ARCH="$ARCH" sh "$ROOT/image/hooks/customize-final.sh" "$R" | sed 's/^/  /'
 
 # ---- 5. manifest -----------------------------------------------------------------------------
@@ -330,6 +345,10 @@ step "manifest"
   else
     echo "# crier deb: none (runtime libraries only)"
   fi
+  for vp in "${VOICE_PACKS[@]}"; do
+    l="${vp%%=*}"
+    echo "# voice pack $l: ${vp#*=} -> /usr/share/crier/voice/$l, files sha256 $(cd "$R/usr/share/crier/voice/$l" && find . -type f | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)"
+  done
   echo "# base root: $( [ -n "$CACHE" ] && echo "$(basename "$BDIR"), built $(cat "$BDIR/complete")" || echo "built for this run (--no-cache)"), SOURCE_DATE_EPOCH $BASE_EPOCH"
   echo "# package	version	architecture"
   chroot "$R" dpkg-query -W -f='${Package}\t${Version}\t${Architecture}\n' | sort

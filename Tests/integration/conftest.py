@@ -42,6 +42,9 @@ class Box:
             'pcm.!default { type file slave.pcm "null" file "%s" format "wav" }\n' % self.capture)
         self.env = dict(os.environ, XDG_CONFIG_HOME=str(tmp / "xdg"))
         self.env.pop("NOTIFY_SOCKET", None)
+        # voice.pack.* = auto looks in these (test only; /boot/firmware/voice and
+        # /usr/share/crier/voice on a box): none here unless a test makes them.
+        self.env["CRIER_VOICE_PACK_DIRS"] = "%s:%s" % (tmp / "boot-voice", tmp / "image-voice")
         self.conf = str(tmp / "crier.conf")
         self.write_conf("")
 

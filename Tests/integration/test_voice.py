@@ -458,3 +458,84 @@ def test_voice_render_names_the_clip_that_fails_and_writes_nothing(box):
     # A working fake: every clip passes through argv as one argument (o'clock, degrees Celsius).
     r = box.run("voice", "render", "--tts", fake_tts(box), "--lang", "en", "--output", str(out), timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def place(box, pack, where, lang="zh"):
+    """Copies a pack folder to where `auto` looks: "boot" (the shop's) or "image"."""
+    import shutil
+    dest = box.tmp / ("%s-voice" % where) / lang
+    shutil.copytree(pack, dest)
+    return dest
+
+
+def test_auto_takes_the_shops_copy_over_the_images(box):
+    """voice.pack.zh = auto (the default): the boot partition's folder wins over the image's when
+    both are complete; the image's is not even read."""
+    from conftest import read_wav
+    d, hz = tone_pack(box)
+    shop = place(box, d, "boot")
+    # The image's pack: the same clips an octave up, so what was heard tells which pack spoke.
+    image = place(box, d, "image")
+    for name, f in hz.items():
+        tone(image / (name + ".wav"), 2 * f, rate=16000)
+    out = str(box.tmp / "auto.wav")
+    r = box.run("say", "--output", out, "新客户来了，42号")
+    assert r.returncode == 0, r.stderr
+    import re
+    assert re.search(r'INFO speech: voice pack chosen lang=zh pack=%s why="voice\.pack\.zh = auto: %s has every clip \(\d+\); it wins over the later %s"'
+                     % (re.escape(str(shop)), re.escape(str(shop)), re.escape(str(image))), r.stderr), r.stderr
+    assert "pack=%s" % image not in r.stderr, "the image's pack is not loaded"
+    assert "INFO speech: said from voice pack clips clips=5" in r.stderr
+    rate, ch, x = read_wav(out)
+    assert heard(x, rate, hz, 37) == ["tpl_new_customer", "four", "ten", "two", "number"]
+    # off: espeak-ng, nothing read.
+    box.write_conf("voice.pack.zh = off\n")
+    r = box.run("say", "--output", out, "新客户来了，42号")
+    assert r.returncode == 0 and "lang=zh" not in r.stderr and "said from voice pack" not in r.stderr, r.stderr
+
+
+def test_the_daemon_with_auto_speaks_from_the_images_pack_past_a_broken_shop_copy_then_espeak(box):
+    """The shop's folder was cut short while copying (no manifest): the image's pack speaks the
+    order; with the image's pack broken too, espeak-ng does, and the order is acked either way."""
+    import re
+    from conftest import read_wav
+    from test_daemon import crier_run, order_sim
+    d, hz = tone_pack(box)
+    shop = place(box, d, "boot")
+    (shop / "manifest").unlink()
+    image = place(box, d, "image")
+
+    def one_order(number):
+        sim = order_sim()
+        crier = crier_run(box, sim.port)
+        try:
+            crier.wait_for(r"INFO link: connected server=tcp://127\.0\.0\.1")
+            crier.wait_for(r"INFO audio: opened device=default type=FILE")
+            sim.send(str(number))
+            oid = sim.wait_for(r"^order id=\S+ kind=new_customer number=%d" % number, which="out")[0].split()[1][3:]
+            sim.wait_for(r"^ack id=%s status=spoken" % re.escape(oid), which="out", timeout=30)
+            crier.wait_for(r"INFO alert: spoken id=%s " % re.escape(oid))
+        finally:
+            rc = crier.stop()
+            sim.stop()
+        assert rc == 0
+        return "\n".join(crier.lines())
+
+    err = one_order(42)
+    assert "ERROR speech: voice pack %s: no manifest in %s" % (shop, shop) in err, err
+    assert re.search(r'INFO speech: voice pack chosen lang=zh pack=%s why="voice\.pack\.zh = auto: %s has every clip \(\d+\); %s refused \(no manifest in '
+                     % (re.escape(str(image)), re.escape(str(image)), re.escape(str(shop))), err), err
+    assert "INFO speech: said from voice pack clips clips=5" in err
+    rate, ch, x = read_wav(box.capture)
+    assert heard(x, rate, hz, 37) == ["tpl_new_customer", "four", "ten", "two", "number"]
+
+    # The image's pack for the wrong language too: no pack, espeak-ng says the order.
+    (image / "manifest").write_text("language = en\nname = tones\nlicence = CC0-1.0\nrate = 16000\n")
+    err = one_order(43)
+    assert "ERROR speech: voice pack %s: the pack's language is en, not zh" % image in err, err
+    assert re.search(r'INFO speech: no voice pack lang=zh why="voice\.pack\.zh = auto: no pack \(%s refused \(no manifest in .*\); %s refused \(the pack.s language is en'
+                     % (re.escape(str(shop)), re.escape(str(image))), err), err
+    assert "said from voice pack clips" not in err
+    assert re.search(r"INFO alert: spoken id=\S+ text=新客户来了，四十三号", err)
+    rate, ch, x = read_wav(box.capture)
+    assert len(x) / rate > 1.0 and heard(x, rate, hz, 37) != ["tpl_new_customer", "four", "ten", "three", "number"]
