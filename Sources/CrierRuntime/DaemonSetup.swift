@@ -6,68 +6,35 @@ import CrierSystem
 /// effects (the request file for crier-setup-ap.service, scans and tries on their own
 /// threads, the prompts, saving the network) and feeds it the network's state.
 extension Daemon {
-    /// Called from the speaker loop with the Wi-Fi monitor's and the link's state.
-    func setupTick(now: Double) {
-        guard var s = setup else { return }
-        let working = wifi?.state == .online || linkUp
-        var out = s.network(working: working, now: now)
-        out += s.tick(now: now)
-        setup = s
-        performSetup(out, now: now)
-    }
-
-    /// Opens the hotspot (the gesture, or the page through `setupOpen`).
-    func openSetup(_ why: SetupReason) {
-        guard var s = setup else {
-            hub.logger("setup").notice("setup hotspot requested but setup.hotspot = off in crier.conf", ["by": why.rawValue])
-            return
-        }
-        let out = s.open(why, now: Self.now())
-        setup = s
-        performSetup(out, now: Self.now())
-        poke()
-    }
+    var setup: SetupMode? { policy.setup }
 
     /// What the page calls (CrierHTTP). Each call counts as use (the idle timer restarts).
     public func setupState() -> SetupPortal.State? {
-        guard var s = setup else { return nil }
-        s.used(now: Self.now())
-        setup = s
-        return SetupPortal.state(s, configuredCountry: config.wifi.country, now: Self.now())
+        guard setup != nil else { return nil }
+        feed(.setup(.used))
+        return policy.setup.map { SetupPortal.state($0, configuredCountry: config.wifi.country, now: Self.now()) }
     }
 
-    public func setupOpen() { openSetup(.page) }
+    public func setupOpen() { feed(.setup(.open(.page))) }
 
-    public func setupRescan() {
-        guard var s = setup else { return }
-        let out = s.rescan(now: Self.now())
-        setup = s
-        performSetup(out, now: Self.now())
-    }
+    public func setupRescan() { feed(.setup(.rescan)) }
 
     /// The page's form: validated here (the same rule as for the page's own checks); a
     /// refusal comes back at once, an accepted network is tried and its outcome said aloud
     /// and shown in `setupState().lastOutcome`.
     public func setupSubmit(ssid: String, psk: String, hidden: Bool, country: String?) -> SetupNetwork.Problem? {
-        guard var s = setup else { return nil }
+        guard setup != nil else { return nil }
         switch SetupNetwork.validate(ssid: ssid, psk: psk, hidden: hidden, country: country, configuredCountry: config.wifi.country) {
         case .failure(let p):
             hub.logger("setup").info("network refused", ["field": p.field, "why": p.code.rawValue])
             return p
         case .success(let n):
-            let out = s.submit(n, now: Self.now())
-            setup = s
-            performSetup(out, now: Self.now())
+            feed(.setup(.submit(n)))
             return nil
         }
     }
 
-    public func setupClose() {
-        guard var s = setup else { return }
-        let out = s.close(.page)
-        setup = s
-        performSetup(out, now: Self.now())
-    }
+    public func setupClose() { feed(.setup(.close(.page))) }
 
     /// The control socket's `setup …` (the console, the VM test): `open`, `close`, `state`
     /// (the page's JSON), `rescan`, `submit HEX-SSID HEX-PSK|- [hidden] [COUNTRY]` (hex: any
@@ -97,25 +64,23 @@ extension Daemon {
     }
 
     func setupScanned(_ list: [ScannedNetwork]?) {
-        guard var s = setup else { return }
+        guard setup != nil else { return }
         let log = hub.logger("setup")
         if let list {
             log.info("scan", ["networks": list.count])
         } else {
             log.warning("scan failed: no answer from the setup supplicant at \(config.wifi.controlDir)/\(config.wifi.interface) (is crier-setup-ap.service running? journalctl -u crier-setup-ap); the page lists no networks, a name can still be typed")
         }
-        let out = s.scanned(list ?? [], now: Self.now())
-        setup = s
-        if s.phase == .open {
+        let wasScanning = setup?.phase == .scanning
+        feed(.setup(.scanned(list ?? [])))
+        if wasScanning, let s = setup, s.phase == .open {
             log.notice("setup hotspot open", ["ap": s.name.ssid, "by": s.openedBy?.rawValue ?? "?",
                                               "closes_after": ConfigValue.fmt(config.setup.closeAfterMinutes) + "min unused"])
         }
-        performSetup(out, now: Self.now())
-        poke()
     }
 
     func setupTried(_ outcome: SetupTryOutcome, ssid: String) {
-        guard var s = setup else { return }
+        guard setup != nil else { return }
         let log = hub.logger("setup")
         switch outcome {
         case .connected: log.notice("network tried: connected", ["ssid": ssid])
@@ -123,41 +88,37 @@ extension Daemon {
         case .notFound: log.warning("network tried: not found within \(ConfigValue.fmt(config.setup.tryTimeout)) s", ["ssid": ssid])
         case .failed: log.error("network tried: the setup supplicant did not take the network (no control socket or a command refused)", ["ssid": ssid])
         }
-        let out = s.tried(outcome, now: Self.now())
-        setup = s
-        performSetup(out, now: Self.now())
-        poke()
+        feed(.setup(.tried(outcome)))
     }
 
-    func performSetup(_ effects: [SetupEffect], now: Double) {
+    /// What the policy's `SetupMode` asks of the radio (its prompts are the policy's own).
+    func performSetup(_ e: SetupEffect) {
         guard let radio = setupRadio else { return }
         let log = hub.logger("setup")
-        for e in effects {
-            switch e {
-            case .startAP, .station:
-                let m: SetupRadio.Mode = e == .startAP ? .ap : .station
-                do throws(SystemError) { try radio.request(m) } catch {
-                    log.error("cannot ask for \(m.rawValue) mode: \(error); check that crier-setup-ap.path is enabled and \(radio.requestPath)'s directory is crier's")
-                }
-            case .scan:
-                runDetached("crier-setup-scan") { let l = radio.scan(); Task { await self.setupScanned(l) } }
-            case .tryNetwork(let n):
-                let timeout = config.setup.tryTimeout, ssid = n.ssid.text
-                log.info("trying network", ["ssid": ssid, "security": n.psk == .open ? "open" : "wpa", "hidden": n.hidden])
-                runDetached("crier-setup-try") {
-                    let o = radio.tryNetwork(n, timeout: timeout)
-                    Task { await self.setupTried(o, ssid: ssid) }
-                }
-            case .stop:
-                do throws(SystemError) { try radio.request(nil) } catch {
-                    log.error("cannot end setup mode: \(error)")
-                }
-                log.notice("setup hotspot closed", ["by": setup?.closedBy?.rawValue ?? "?"])
-            case .save(let n):
-                saveSetupNetwork(n)
-            case .say(let name):
-                if !statusPrompts.contains(name) { statusPrompts.append(name) }
+        switch e {
+        case .startAP, .station:
+            let m: SetupRadio.Mode = e == .startAP ? .ap : .station
+            do throws(SystemError) { try radio.request(m) } catch {
+                log.error("cannot ask for \(m.rawValue) mode: \(error); check that crier-setup-ap.path is enabled and \(radio.requestPath)'s directory is crier's")
             }
+        case .scan:
+            runDetached("crier-setup-scan") { let l = radio.scan(); Task { await self.setupScanned(l) } }
+        case .tryNetwork(let n):
+            let timeout = config.setup.tryTimeout, ssid = n.ssid.text
+            log.info("trying network", ["ssid": ssid, "security": n.psk == .open ? "open" : "wpa", "hidden": n.hidden])
+            runDetached("crier-setup-try") {
+                let o = radio.tryNetwork(n, timeout: timeout)
+                Task { await self.setupTried(o, ssid: ssid) }
+            }
+        case .stop:
+            do throws(SystemError) { try radio.request(nil) } catch {
+                log.error("cannot end setup mode: \(error)")
+            }
+            log.notice("setup hotspot closed", ["by": setup?.closedBy?.rawValue ?? "?"])
+        case .save(let n):
+            saveSetupNetwork(n)
+        case .say:
+            break  // queued by the policy
         }
     }
 
@@ -170,7 +131,8 @@ extension Daemon {
     /// Where crier.conf.new goes for crier-config.path (the control socket's directory).
     public func setRuntimeDir(_ dir: String?) { runtimeDir = dir }
 
-    /// The joined network into crier.conf (for the next start) and into the Wi-Fi monitor now.
+    /// The joined network into crier.conf (for the next start), and the supplicant's socket
+    /// watched again.
     func saveSetupNetwork(_ n: SetupNetwork) {
         let log = hub.logger("setup")
         if let path = configPath {
@@ -185,14 +147,9 @@ extension Daemon {
                 log.error("cannot save the network to \(path); the box stays on it until it restarts, then set wifi.ssid and wifi.psk there by hand")
             }
         }
-        var w = wifi?.config ?? config.wifi
-        w.ssid = n.ssid
-        w.psk = n.psk
-        w.hidden = n.hidden
-        if let c = n.country { w.country = c }
+        // The policy's Wi-Fi monitor starts over on the network (SpeakerPolicy.setupEffects).
         wpa?.stop()
         wpa = nil
-        wifi = WifiMonitor(config: w, repeatEvery: config.status.linkDownRepeat, now: Self.now())
         startWifi()
     }
 

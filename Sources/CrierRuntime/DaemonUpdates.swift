@@ -99,11 +99,7 @@ extension Daemon {
         case .rolledBack:
             updateLog.warning("update to \(o.version) ROLLED BACK: it did not stay up; running \(o.fromVersion) in slot \(o.slot) again")
         }
-        let name: Templates.Name = o.kind == .updated ? .updated : .updateFailed
-        if config.update.announce, !statusPrompts.contains(name) {
-            statusPrompts.append(name)
-            poke()
-        }
+        feed(.updateOutcome(o.kind == .updated ? .updated : .updateFailed))
     }
 
     /// The words of the `updated` / `update_failed` prompt, from the outcome being announced.
@@ -187,7 +183,6 @@ extension Daemon {
         update = update ?? UpdateStatus()
         update?.activity = "offered version \(v); installing when nothing is said"
         updateLog.info("update offered", ["version": v, "url": ShownURL.redacted(offer.url)])
-        poke()
     }
 
     /// From the speaker loop when it is idle: starts an offered install, or reboots into an
@@ -222,7 +217,7 @@ extension Daemon {
         case .installing, .rebootRequested:
             return nil
         case .installed:
-            let quietSince = max(lastSaid, started)
+            let quietSince = lastSaid
             let due = quietSince + config.update.quietSeconds
             guard now >= due else { return due }
             guard let path = config.update.rebootRequest else { return nil }
@@ -272,6 +267,6 @@ extension Daemon {
             update?.activity = "install of version \(r.offer.version) failed: \(why)"
             updateLog.error("install of version \(r.offer.version) failed: \(why); the running slot is unchanged")
         }
-        poke()
+        feed(.tick)
     }
 }
