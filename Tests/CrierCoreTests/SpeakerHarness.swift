@@ -25,6 +25,7 @@ struct SpeakerHarness {
     var sounding: [SpeakerClip: (kind: Kind, frames: Int)] = [:]
     var started: [(clip: SpeakerClip, kind: Kind)] = []
     var stops: [SpeakerClip] = []
+    var stopped: Set<SpeakerClip> = []
     var wakeAt: Double?
     var finished = false
     var graceArmed: Double?
@@ -35,8 +36,10 @@ struct SpeakerHarness {
     var powerPromptsQueued = 0
     /// What the setup hotspot asked of the radio.
     var setupEffects: [SetupEffect] = []
-    /// Called after every effect (the model test checks its invariants there).
-    var onEffect: ((SpeakerEffect, SpeakerHarness) -> Void)?
+    /// Broken invariants seen while effects were performed (`SpeakerPolicyModelTests`):
+    /// speech started with the music up, the duck released under speech, a prompt started
+    /// over an alert.
+    var violations: [String] = []
 
     init(_ configure: (inout CrierConfig) -> Void = { _ in }, start: Bool = true) {
         var c = CrierConfig()
@@ -59,6 +62,7 @@ struct SpeakerHarness {
 
     mutating func perform(_ f: SpeakerEffect) -> [SpeakerEffect] {
         effects.append(f)
+        checkBefore(f)
         var reply: SpeakerEvent?
         switch f {
         case .startAlert(let c, let a):
@@ -73,7 +77,9 @@ struct SpeakerHarness {
             sounding[c] = (.request(u.text), Self.partFrames)
             started.append((c, .request(u.text)))
             reply = .clipStarted(c, parts: [u])
-        case .stopClip(let c): stops.append(c)
+        case .stopClip(let c):
+            stops.append(c)
+            stopped.insert(c)
         case .duck(let on): ducked = on
         case .setMusicLevel(let l): musicLevel = l
         case .click(let g): clicks.append(g)
@@ -89,9 +95,26 @@ struct SpeakerHarness {
         case .setup(let e): setupEffects.append(e)
         case .release, .setVolume, .volumeChanged, .spoken, .updateAnnounced: break
         }
-        onEffect?(f, self)
         guard let reply else { return [] }
         return send(reply)
+    }
+
+    /// The invariants an effect can break at the moment it is performed.
+    mutating func checkBefore(_ f: SpeakerEffect) {
+        switch f {
+        case .startAlert(let c, _), .startPrompt(let c, _, _), .startRequest(let c, _):
+            if !ducked { violations.append("music not ducked when \(c) started") }
+            if case .startAlert = f { break }
+            if let a = sounding.first(where: { $0.value.kind.isAlert }) {
+                violations.append("\(c) (not an alert) started while alert \(a.key) \(a.value.kind) sounds")
+            }
+        case .duck(false):
+            if let s = sounding.first(where: { !stopped.contains($0.key) }) {
+                violations.append("music released while \(s.key) \(s.value.kind) sounds")
+            }
+        default:
+            break
+        }
     }
 
     // MARK: driving clips

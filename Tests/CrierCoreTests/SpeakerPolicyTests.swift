@@ -128,6 +128,12 @@ import Testing
         #expect(h.acks.map(\.ack) == [Ack(id: "x", status: .rejected, reason: "speech_failed", message: "espeak-ng failed with error 2")])
         #expect(h.logged("could not synthesize; rejecting").first?.level == .error)
         #expect(h.logs.contains { $0.message == "rejected" && $0.level == .warning })
+        // Final: a redelivery and a cancel get the same rejection, never `spoken` (the queue
+        // remembered a failed alert as spoken before).
+        h.order("x")
+        h.send(.cancel(id: "x"))
+        #expect(h.acks.dropFirst().map(\.ack.status) == [.rejected, .rejected])
+        #expect(h.acks.last?.ack.reason == "speech_failed" && h.current == nil)
     }
 
     // MARK: prompts

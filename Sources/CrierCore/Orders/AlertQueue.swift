@@ -182,6 +182,7 @@ public struct AlertQueue: Sendable {
 
     public mutating func add(_ order: Order, now: Double) -> Admission {
         if let status = outcomes[order.id] {
+            if status == .rejected, let r = rejections[order.id] { return .alreadyDone(r) }
             return .alreadyDone(Ack(id: order.id, status: status, message: "already \(status.rawValue); not said again"))
         }
         if inFlight[order.id] != nil || waitingIDs.contains(order.id) {
@@ -219,7 +220,7 @@ public struct AlertQueue: Sendable {
             outcomes[id] = .cancelled
             return Cancellation(ack: Ack(id: id, status: .cancelled), wasPlaying: true, stoppedRepeats: stopped)
         }
-        if let status = outcomes[id] {
+        if let status = outcomes[id], status != .rejected || rejections[id] == nil {
             return Cancellation(ack: Ack(id: id, status: status, message: status == .cancelled ? nil : "already \(status.rawValue)"),
                                 wasPlaying: false, stoppedRepeats: stopped)
         }
@@ -347,6 +348,28 @@ public struct AlertQueue: Sendable {
             }
             return acks
         }
+    }
+
+    /// The alert could not be synthesized (`speech_failed`): the orders of a first saying are
+    /// final as `rejected` for `reason`, remembered like any final outcome, so a redelivery or
+    /// a cancel is answered with that same rejection. Before, the runtime acked `rejected` while
+    /// the queue remembered them as `spoken` (and repeated them): a redelivery was acked
+    /// `spoken`, a second final status for an order never heard (SpeakerPolicyModelTests).
+    /// A repeat or replay that fails is finished as if said; nothing is acked.
+    public mutating func failed(_ alert: Alert, reason: String, message: String, now: Double) -> [Ack] {
+        guard case .first = alert.occasion else {
+            _ = finished(alert, now: now)
+            return []
+        }
+        var acks: [Ack] = []
+        for o in alert.orders {
+            guard inFlight.removeValue(forKey: o.id) != nil else { continue }  // cancelled meanwhile
+            let ack = Ack(id: o.id, status: .rejected, reason: reason, message: message)
+            outcomes[o.id] = .rejected
+            rejections[o.id] = ack
+            acks.append(ack)
+        }
+        return acks
     }
 
     /// The alert was cut off (audio device lost, speech failed): it is said again from its

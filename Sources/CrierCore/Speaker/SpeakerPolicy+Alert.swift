@@ -34,9 +34,7 @@ extension SpeakerPolicy {
         let ids = alert.orderIDs.joined(separator: ",")
         if let error = a.failure {
             log(.error, "alert", "could not synthesize; rejecting", [("ids", ids), ("error", error)])
-            for ack in queue.finished(alert, now: now) where alert.occasion == .first {
-                report(Ack(id: ack.id, status: .rejected, reason: "speech_failed", message: error))
-            }
+            for ack in queue.failed(alert, reason: "speech_failed", message: error, now: now) { report(ack) }
             return
         }
         let heard = Self.ordersHeard(alert: alert, parts: parts.count, end: end, synthesis: s)

@@ -18,7 +18,14 @@
 /// - Music level: `music.level_db` × min(1, prompt gain), 0 when off or switched off.
 /// - Stopping: nothing new starts; only an alert being heard on an open device gets the grace.
 public struct SpeakerPolicy: Sendable {
-    public let config: CrierConfig
+    /// crier.conf, by reference: the policy is copied on every step in a debug build, and a
+    /// whole CrierConfig is dozens of strings and arrays to retain.
+    final class Settings: Sendable {
+        let config: CrierConfig
+        init(_ config: CrierConfig) { self.config = config }
+    }
+    let settings: Settings
+    public var config: CrierConfig { settings.config }
     /// The output rate (frames per second), for the seconds in the log.
     public let rate: Int
     let announcer: Announcer
@@ -79,7 +86,7 @@ public struct SpeakerPolicy: Sendable {
 
     /// `setupName`: the hotspot's name (from device.id and the radio's MAC, read by the runtime).
     public init(config: CrierConfig, rate: Int, now: Double, setupName: HotspotName? = nil) {
-        self.config = config
+        settings = Settings(config)
         self.rate = rate
         announcer = Announcer(templates: config.templates, maxChars: config.speech.maxChars)
         queue = AlertQueue(config: config.alerts, defaultLang: config.speech.lang)
