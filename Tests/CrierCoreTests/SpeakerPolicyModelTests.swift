@@ -233,12 +233,11 @@ struct SpeakerPolicyModel {
         while seenStarts < h.started.count {
             let (c, kind) = h.started[seenStarts]
             seenStarts += 1
-            if case .alert(let ids, let occasion) = kind {
+            if case .alert(let ids, _) = kind {
                 for id in ids { waiting[id] = nil }
                 let n = h.sounding[c]?.frames ?? 0
                 clips[c] = ClipModel(ids: ids, isAlert: true, priority: ids.compactMap { priorities[$0] }.max() ?? 0,
                                      parts: n / SpeakerHarness.partFrames)
-                _ = occasion
             } else {
                 clips[c] = ClipModel(ids: [], isAlert: false, priority: 0, parts: 1)
             }

@@ -378,11 +378,3 @@ import Testing
         #expect(w.level == .warning && w.message == "rejected" && w.field("why") == "full")
     }
 }
-
-extension SpeakerHarness {
-    /// A `crier say` text started at `t` that plays until the test ends it.
-    mutating func say(longRequestAt t: Double) {
-        now = t
-        send(.say(Utterance(text: "long text", lang: .en)))
-    }
-}
