@@ -300,6 +300,16 @@ import Testing
         #expect(h.acked("long") == [.spoken])
     }
 
+    @Test func ordersExpireAtTheirTtlWhileCrierSayTextPlaysToo() {
+        var h = SpeakerHarness { $0.status.onStart = false }
+        h.send(.say(Utterance(text: "a long text", lang: .en)))
+        h.order("o", ttl: 2)
+        #expect(h.currentKind == .request("a long text"), "an order does not cut crier say text")
+        #expect(h.wakeAt == 2)
+        h.advance(to: 2)
+        #expect(h.acked("o") == [.expired], "at its ttl, not when the text ends (the daemon's loop waited for the end)")
+    }
+
     @Test func anOrderBeingSaidWhenItsTtlPassesIsFinished() {
         var h = SpeakerHarness { $0.status.onStart = false }
         h.order("o", ttl: 1)
