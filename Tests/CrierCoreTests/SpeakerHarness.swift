@@ -44,6 +44,7 @@ struct SpeakerHarness {
     init(_ configure: (inout CrierConfig) -> Void = { _ in }, start: Bool = true) {
         var c = CrierConfig()
         c.link.server = ServerAddress(host: "orders.local", port: 7700)
+        c.setup.hotspot = false  // on in crier.conf by default: the setup tests turn it on
         configure(&c)
         policy = SpeakerPolicy(config: c, rate: 1000, now: 0)
         if start { send(.start) }
@@ -104,6 +105,10 @@ struct SpeakerHarness {
         switch f {
         case .startAlert(let c, _), .startPrompt(let c, _, _), .startRequest(let c, _):
             if !ducked { violations.append("music not ducked when \(c) started") }
+            // 7. the setup prompt only while the hotspot is open (the policy's state after the step)
+            if case .startPrompt(_, .setupHotspot, _) = f, policy.setup?.phase != .open {
+                violations.append("setup prompt \(c) started with the hotspot \(policy.setup?.phase.rawValue ?? "off")")
+            }
             if case .startAlert = f { break }
             if let a = sounding.first(where: { $0.value.kind.isAlert }) {
                 violations.append("\(c) (not an alert) started while alert \(a.key) \(a.value.kind) sounds")

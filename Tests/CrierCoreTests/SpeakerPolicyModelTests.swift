@@ -13,7 +13,12 @@ import Testing
 ///    asked (unless alerts are held or the box is stopping): the stop is in the same step;
 /// 4. the music is ducked whenever speech sounds (no clip starts with it up, it is not
 ///    released under a clip that is not being stopped);
-/// 5. no prompt (or `crier say` text) starts while an alert sounds.
+/// 5. no prompt (or `crier say` text) starts while an alert sounds (so neither the setup nor
+///    the under-voltage prompt does);
+/// 6. the under-voltage prompt starts at most once per run (never when this boot said it);
+/// 7. the setup prompt starts only while the hotspot is open.
+/// Power readings (under-voltage or not) and the setup hotspot (the gesture, the page's open,
+/// close, rescan and submit, scans and tries ending) are among the random events.
 /// A failure names its seed and step: `SpeakerPolicyModel.run(seed:)` replays it.
 @Suite struct SpeakerPolicyModelTests {
     static let seeds: ClosedRange<UInt64> = 1...2000
@@ -54,14 +59,18 @@ struct SpeakerPolicyModel {
     var finals: [String: Ack.Status] = [:]
     var seenAcks = 0
     var seenLogs = 0
+    var powerSaidBefore = false
 
     init(seed: UInt64) {
         rng = SplitMix64(seed: seed)
         var r = rng
         let hold = Bool.random(using: &r)
         let repeatEvery = Bool.random(using: &r) ? 4.0 : 0
+        let powerSaid = Int.random(in: 0..<4, using: &r) == 0
+        let hotspot = Int.random(in: 0..<4, using: &r) != 0
         rng = r
-        h = SpeakerHarness { c in
+        powerSaidBefore = powerSaid
+        h = SpeakerHarness({ c in
             c.buttons.muteAlerts = hold ? .queue : .floor
             c.alerts.repeatEvery = repeatEvery
             c.alerts.repeatMax = 2
@@ -71,7 +80,13 @@ struct SpeakerPolicyModel {
             c.music.source = .files("/music")
             c.wifi.ssid = try? WifiSSID(parsing: "shop")
             c.wifi.notFoundAfter = 3
-        }
+            c.setup.hotspot = hotspot
+            c.setup.afterMinutes = 0.5
+            c.setup.repeatEvery = 7
+            c.setup.closeAfterMinutes = 1
+        }, start: false)
+        h.policy.preparePowerPrompt(enabled: true, saidThisBoot: powerSaid)
+        h.send(.start)
     }
 
     static func run(seed: UInt64, steps: Int) -> String? {
@@ -91,7 +106,7 @@ struct SpeakerPolicyModel {
     /// One random event; returns what it was.
     mutating func step() -> String {
         let live = clips.filter { !$0.value.ended }.map(\.key).sorted { $0.token < $1.token }
-        let roll = Int.random(in: 0..<100, using: &rng)
+        let roll = Int.random(in: 0..<108, using: &rng)
         switch roll {
         case 0..<22:
             let id = "o\(Int.random(in: 0..<14, using: &rng))"
@@ -152,6 +167,17 @@ struct SpeakerPolicyModel {
         case 82..<84:
             h.send(.reserveHolds(chance(0.5)))
             return "reserve"
+        case 87..<90:
+            let uv = chance(0.6)
+            h.send(.powerReading(PowerReading(source: .firmware, flags: ThrottledFlags(raw: uv ? 0x5_0005 : 0))))
+            return uv ? "power: under-voltage" : "power: ok"
+        case 90..<94:
+            let n = try! SetupNetwork.validate(ssid: "cafe", psk: "password1", country: "DE", configuredCountry: nil).get()
+            let e: SpeakerEvent = pick([.control(.openSetup), .setup(.open(.page)), .setup(.close(.page)), .setup(.used),
+                                        .setup(.rescan), .setup(.submit(n)), .setup(.scanned([])),
+                                        .setup(.tried(.connected)), .setup(.tried(.wrongPassword)), .setup(.tried(.notFound))])
+            h.send(e)
+            return "setup \(e)"
         case 84:
             // The audio thread stalled: a new engine, nothing of the old one is heard.
             for c in live { clips[c]!.ended = true }
@@ -229,6 +255,11 @@ struct SpeakerPolicyModel {
     /// Follows what the policy did in the last step, then checks the invariants.
     mutating func check() -> String? {
         if let v = h.violations.first { return v }
+        // 6. the under-voltage prompt at most once per run, never when this boot said it
+        let power = h.started.filter { $0.kind == .prompt(.powerWeak) }.count
+        if power > (powerSaidBefore ? 0 : 1) || h.powerPromptsQueued > (powerSaidBefore ? 0 : 1) {
+            return "under-voltage prompt started \(power) times, queued \(h.powerPromptsQueued) (said before: \(powerSaidBefore))"
+        }
         // New clips.
         while seenStarts < h.started.count {
             let (c, kind) = h.started[seenStarts]
