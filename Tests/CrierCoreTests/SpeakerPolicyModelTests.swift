@@ -26,13 +26,20 @@ import Testing
 
     @Test func invariantsHoldOverSeededSequences() {
         var failures: [String] = []
+        var reached: [Templates.Name: Int] = [:]
         for seed in Self.seeds {
-            if let f = SpeakerPolicyModel.run(seed: seed, steps: Self.steps) {
+            var m = SpeakerPolicyModel(seed: seed)
+            if let f = m.run(seed: seed, steps: Self.steps) {
                 failures.append(f)
                 if failures.count >= 3 { break }
             }
+            for name in Set(m.h.started.compactMap { if case .prompt(let n) = $0.kind { n } else { nil } }) { reached[name, default: 0] += 1 }
         }
         #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
+        // The sequences do reach the rules under test (seeds 1-2000: the under-voltage prompt is
+        // said in 28 runs, most being muted, held or busy when it could be; the setup prompt in 68).
+        let power = reached[.powerWeak, default: 0], setup = reached[.setupHotspot, default: 0]
+        #expect(power >= 20 && setup >= 40, "power_weak in \(power) runs, setup_hotspot in \(setup): \(reached)")
     }
 }
 
@@ -91,9 +98,13 @@ struct SpeakerPolicyModel {
 
     static func run(seed: UInt64, steps: Int) -> String? {
         var m = SpeakerPolicyModel(seed: seed)
+        return m.run(seed: seed, steps: steps)
+    }
+
+    mutating func run(seed: UInt64, steps: Int) -> String? {
         for step in 0..<steps {
-            let what = m.step()
-            if let v = m.check() {
+            let what = self.step()
+            if let v = check() {
                 return "seed \(seed) step \(step) (\(what)): \(v)"
             }
         }
@@ -106,7 +117,7 @@ struct SpeakerPolicyModel {
     /// One random event; returns what it was.
     mutating func step() -> String {
         let live = clips.filter { !$0.value.ended }.map(\.key).sorted { $0.token < $1.token }
-        let roll = Int.random(in: 0..<108, using: &rng)
+        let roll = Int.random(in: 0..<112, using: &rng)
         switch roll {
         case 0..<22:
             let id = "o\(Int.random(in: 0..<14, using: &rng))"
@@ -167,14 +178,14 @@ struct SpeakerPolicyModel {
         case 82..<84:
             h.send(.reserveHolds(chance(0.5)))
             return "reserve"
-        case 87..<90:
+        case 87..<91:
             let uv = chance(0.6)
             h.send(.powerReading(PowerReading(source: .firmware, flags: ThrottledFlags(raw: uv ? 0x5_0005 : 0))))
             return uv ? "power: under-voltage" : "power: ok"
-        case 90..<94:
+        case 91..<96:
             let n = try! SetupNetwork.validate(ssid: "cafe", psk: "password1", country: "DE", configuredCountry: nil).get()
             let e: SpeakerEvent = pick([.control(.openSetup), .setup(.open(.page)), .setup(.close(.page)), .setup(.used),
-                                        .setup(.rescan), .setup(.submit(n)), .setup(.scanned([])),
+                                        .setup(.rescan), .setup(.submit(n)), .setup(.scanned([])), .setup(.scanned([])), .setup(.scanned([])),
                                         .setup(.tried(.connected)), .setup(.tried(.wrongPassword)), .setup(.tried(.notFound))])
             h.send(e)
             return "setup \(e)"
