@@ -2,7 +2,8 @@
 # Boots the amd64 Crier image in QEMU (TCG, no KVM) and proves it works end to end:
 #
 #   scripts/boot-test.sh [--arch amd64] [IMAGE]   (default out/crier-amd64.img, or its .img.xz)
-#   scripts/boot-test.sh --arch arm64 [IMAGE]     the Pi image as a raspi3b: boot-test-arm64.sh
+#   scripts/boot-test.sh --arch arm64 [--mem MB] [IMAGE]   the Pi image as a raspi3b (default as a
+#                                                 Pi Zero 2 W: mem=512M, music on): boot-test-arm64.sh
 #
 #  1. copies the image (sparse, 256 MiB bigger: a card larger than the image) and prepares the
 #     copy for the test only:
