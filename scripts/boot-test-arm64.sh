@@ -490,8 +490,8 @@ if ((HAVE_CRIER)); then
   wait_for 'crier-zero: end' $((ZERO_CPU_S + 180)) >/dev/null || fail "no 'crier-zero: end' line (the memory/CPU probe)"
   T_ZERO="$(elapsed "$T_ZERO0")"
   tr -d '\r' < "$SERIAL" | grep -oE 'crier-zero: .*' | grep -v 'crier-zero: end' | sed 's/^/  /'
-  zl() { line "crier-zero: $1" | cut -d' ' -f3-; }
-  AVAIL_MB="$(zl 'meminfo after: ' | sed -n 's/.*MemAvailable \([0-9]*\) MiB.*/\1/p')"
+  zl() { line "crier-zero: $1" | sed "s/^crier-zero: $1//"; }
+  AVAIL_MB="$(zl 'available after: ' | sed -n 's/.*MemAvailable \([0-9]*\) MiB.*/\1/p')"
   TOTAL_MB="$(zl 'meminfo: ' | sed -n 's/.*MemTotal: \([0-9]*\) MiB.*/\1/p')"
   RSS_KB="$(zl 'crier rss: ' | sed -n 's/.*VmRSS: \([0-9]*\) kB.*/\1/p')"
   HWM_KB="$(zl 'crier rss: ' | sed -n 's/.*VmHWM: \([0-9]*\) kB.*/\1/p')"
