@@ -75,6 +75,62 @@ struct MQTTInboxTests {
         #expect(j.needsCompaction)
     }
 
+    /// Soak finding (docs/benchmarks.md "Soak", `soak-mqtt`): after 8 000 orders a SIGTERM
+    /// landed while a coalesced alert of 8 orders was said; their acks were in the outbox file
+    /// (`written`, never PUBACKed) and their orders pending in the inbox. The daemon restores
+    /// the outbox's outcomes (1 024 confirmed + the 8), then the inbox's 1 024 done ones, into
+    /// one memory of 1 024: the inbox's, nearly the same ids, pushed one another out in a chain
+    /// that ended on the 8, and the replayed orders were said a second time.
+    @Test("restart with full journals: the replayed orders whose acks are in the outbox file are acked again, never said again")
+    func replayAfterFullJournalsIsNotSaidAgain() {
+        let old = (0..<1500).map { "S-\($0)" }
+        let coalesced = (1500..<1508).map { "S-\($0)" }
+        // The first process: every old order said, its ack PUBACKed (the inbox marks it done,
+        // the outbox confirms it); the coalesced alert's acks flagged written, not PUBACKed.
+        var outbox = AckOutbox(waitsForFile: true)
+        var inbox = OrderInbox()
+        outbox.connectionStarted()
+        for chunk in stride(from: 0, to: old.count, by: 64) {
+            let ids = old[chunk..<min(chunk + 64, old.count)]
+            for id in ids { _ = inbox.received(.order(order(id))) }
+            for id in ids { outbox.add(.spoken(id)) }
+            outbox.flagUnwritten()
+            outbox.fileWritten(through: outbox.fileContent().flaggedThrough)
+            let sent = outbox.takeUnwritten()
+            outbox.pinged(now: Double(chunk))
+            #expect(outbox.pong() == sent.count)
+            for a in sent { _ = inbox.delivered(a) }
+        }
+        for id in coalesced { _ = inbox.received(.order(order(id))) }
+        for id in coalesced { outbox.add(.spoken(id)) }
+        outbox.flagUnwritten()  // the drain took them, the file write came after the link stopped
+        let outboxFile = outbox.fileContent().bytes
+        let inboxFile = inbox.encodeForFile()
+
+        // The second process reads both files as AckStore and InboxStore do.
+        let loaded = AckOutbox.decodeFile(outboxFile)
+        var restoredBox = AckOutbox(waitsForFile: true)
+        #expect(restoredBox.restore(loaded) == (sent: 8, unsent: 0), "the soak's log: acks=8 unsent=0 sent_unconfirmed=8")
+        let storeRestored = loaded.delivered + loaded.acks  // AckStore.restored
+        let back = OrderInbox.decodeFile(inboxFile)
+        #expect(back.inbox.pending.map(\.id) == coalesced, "the soak's log: orders=8 handled again")
+        #expect(back.inbox.done.count == 1024 && loaded.delivered.count == 1024, "both journals full")
+
+        var q = AlertQueue()
+        q.restore(storeRestored)  // Daemon.start's order: the outbox's, then the inbox's
+        q.restore(back.inbox.done)
+        for e in back.inbox.pending {
+            guard case .order(let o) = e else { continue }
+            let got = q.add(o, now: 0)
+            #expect(got.ack?.status == .spoken, "\(o.id): \(got), not acked again")
+        }
+        #expect(q.waitingCount == 0, "nothing said twice")
+        // The newest confirmed outcomes are still known (a late redelivery of one), and what
+        // the inbox alone remembers fills the room left.
+        #expect(q.add(order(old.last!), now: 0).ack?.status == .spoken)
+        #expect(q.add(order("fresh"), now: 0) == .queued)
+    }
+
     @Test("a line longer than any record is skipped and the records after it are kept")
     func overlongLineSkipped() {
         var i = OrderInbox()

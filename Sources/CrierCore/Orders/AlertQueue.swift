@@ -152,8 +152,23 @@ public struct AlertQueue: Sendable {
     /// Outcomes from before a restart (the acks still in the link's outbox, docs/protocol.md):
     /// a redelivery of one of them is acked again with the same status, never said again.
     /// Rejections are not remembered, as in `add`: `queue_full` invites the server to try again.
+    /// `acks` oldest first (the last of an id wins). Restored outcomes only fill the room left:
+    /// a later `restore` never pushes out what an earlier one kept, so the ack outbox's (its
+    /// unconfirmed acks last, restored first) survive the MQTT inbox's 1 024 done outcomes.
+    /// Soak finding: two full journals of nearly the same ids, restored one after the other,
+    /// pushed one another out in a chain that ended on the outbox's unconfirmed acks, and
+    /// the inbox's replay of their orders had them said again.
     public mutating func restore(_ acks: [Ack]) {
-        for a in acks where a.status != .rejected { outcomes[a.id] = a.status }
+        var room = outcomes.capacity - outcomes.count
+        var seen = Set<String>()
+        var kept: [Ack] = []
+        for a in acks.reversed() where a.status != .rejected && seen.insert(a.id).inserted {
+            if outcomes[a.id] != nil { continue }  // an earlier restore's, newer
+            guard room > 0 else { break }
+            room -= 1
+            kept.append(a)
+        }
+        for a in kept.reversed() { outcomes[a.id] = a.status }
     }
 
     /// An order rejected for good (any reason but `queue_full`, which invites the server to
