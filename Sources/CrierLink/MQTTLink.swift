@@ -370,7 +370,10 @@ public final class MQTTLink: OrderLinking {
         let off = MQTTTopics.statusPayload(online: false, device: deviceID, version: CrierVersion.string, volume: nil, protocolVersion: nil)
         _ = client.publish(topic: topics.status, payload: off, qos: 1, retain: true)
         let until = Monotonic.now() + options.stopDrain
-        while Monotonic.now() < until, !conn.ackMids.isEmpty || ackStore.peek({ $0.hasSendable }) {
+        // `hasUnwritten` too: the acks of an alert that ended in the grace period wait for the
+        // outbox file's write (write-ahead) a few ms; stopping before it left them unpublished,
+        // their orders pending in the inbox, to be handed over again after the restart (soak).
+        while Monotonic.now() < until, !conn.ackMids.isEmpty || ackStore.peek({ $0.hasSendable || $0.hasUnwritten }) {
             if client.wantWrite, client.loopWrite().code != 0 { break }
             let fd = client.socket
             if fd < 0 { break }

@@ -1021,3 +1021,37 @@ def test_sigterm_mid_alert_finished_in_the_grace_period_is_not_said_again_after_
     finally:
         assert crier.stop() == 0
     assert not [l for l in crier.lines() if "alert: spoken id=T-1" in l], [l for l in crier.lines() if "T-1" in l]
+
+
+def test_sigterm_mid_coalesced_alert_its_acks_reach_the_broker_before_the_box_stops(box, broker):
+    """Soak finding (scripts/soak.sh --mqtt): SIGTERM while a coalesced alert is said; it ends
+    in the grace period and every id is logged spoken. The clean stop's drain left at once,
+    while the acks still waited for the outbox file's write: none was published, the orders
+    stayed pending in the inbox and were handed over again after the restart. Every ack must
+    reach the broker before the box exits, and after the restart no order is said again."""
+    sub = broker.subscriber("crier/box1/acks")
+    box_conf(box, broker)
+    crier = run_box(box)
+    crier.wait_for(r"INFO link: connected")
+    ids = ["C-%d" % i for i in range(1, 7)]
+    for i, oid in enumerate(ids):
+        broker.publish("crier/box1/orders", order(oid, number=100 + i))
+    line = crier.wait_for(r"INFO alert: synthesized ids=C-\d+,C-[0-9,C-]* seconds=", timeout=30)[0]
+    group = re.search(r"ids=([^ ]+)", line).group(1).split(",")
+    time.sleep(float(re.search(r"seconds=([0-9.]+)", line).group(1)) * 0.6)  # the end falls in the grace period
+    assert crier.stop(signal.SIGTERM) == 0
+    spoken = [oid for oid in group if [l for l in crier.lines() if "alert: spoken id=%s " % oid in l]]
+    assert spoken == group, "\n".join(crier.lines()[-20:])
+    time.sleep(0.5)
+    missing = [oid for oid in group if not acks(sub, oid)]
+    assert not missing, "acks not published before the box stopped: %s\n%s" % (missing, "\n".join(crier.lines()[-20:]))
+    crier = run_box(box)
+    try:
+        crier.wait_for(r"INFO link: connected")
+        time.sleep(2)
+    finally:
+        assert crier.stop() == 0
+    again = [l for l in crier.lines() if re.search(r"alert: spoken id=(%s) " % "|".join(group), l)]
+    assert not again, again
+    for oid in group:
+        assert len([a for a in acks(sub, oid) if '"status":"spoken"' in a]) >= 1
