@@ -429,6 +429,33 @@ struct AckOutboxTests {
         #expect(got.problems.count <= 22)
     }
 
+    /// soak-mqtt-devloss: over MQTT a malformed order is PUBACKed and in no journal; its
+    /// rejection, published behind thousands of queue_full ones, left the outbox when taken and
+    /// was never in the file: a SIGTERM before the broker had it lost the order's only answer
+    /// (7 orders, each delivered three times, never answered).
+    @Test("a final rejection stays until confirmed and survives a restart in the file; queue_full leaves when written")
+    func finalRejectionSurvivesAStop() {
+        var o = AckOutbox(waitsForFile: true)
+        o.connectionStarted()
+        let invalid = Ack(id: "bad", status: .rejected, reason: Ack.Reason.invalidOrder, message: "order: field \"number\" must be 0...999999, got 1000000")
+        o.add(Ack(id: "full", status: .rejected, reason: Ack.Reason.queueFull))
+        o.add(invalid)
+        #expect(ids(o.takeUnwritten()) == ["full", "bad"], "rejections never wait for the file")
+        o.pinged(now: 1)
+        // Stopped before the PUBACK: the file written at close.
+        let loaded = AckOutbox.decodeFile(o.fileContent().bytes)
+        #expect(loaded.acks == [invalid], "queue_full is not kept (its order is redelivered)")
+        var r = AckOutbox(waitsForFile: true)
+        #expect(r.restore(loaded) == (sent: 0, unsent: 1))
+        r.connectionStarted()
+        r.flagUnwritten()
+        r.fileWritten(through: r.fileContent().flaggedThrough)
+        #expect(r.takeUnwritten() == [invalid], "sent again after the restart")
+        r.pinged(now: 2)
+        #expect(r.pong() == 1 && r.isEmpty)
+        #expect(AckOutbox.decodeFile(r.fileContent().bytes).acks.isEmpty, "gone once confirmed")
+    }
+
     @Test("the queue learns restored acks: a redelivery is acked again with the same status, never queued")
     func queueRestore() {
         var q = AlertQueue()

@@ -97,6 +97,16 @@ public struct AckOutbox: Sendable {
     }
 
     public var count: Int { entries.count }
+
+    /// Whether the file keeps this ack. A final rejection (malformed order, bad signature)
+    /// is kept until it is written: over MQTT its order is in no journal (the broker has its
+    /// PUBACK and never delivers it again), so a stop before it was published lost the only
+    /// answer that order would ever get (soak-mqtt-devloss: 7 orders redelivered by their
+    /// server three times, never answered). `queue_full` is not: it invites a redelivery and
+    /// its order stays in the MQTT inbox.
+    static func isKeptInFile(_ ack: Ack) -> Bool {
+        ack.status != .rejected || ack.reason != Ack.Reason.queueFull
+    }
     public var isEmpty: Bool { entries.isEmpty }
     /// Entries written on an earlier connection (or before a restart), not yet confirmed.
     public var staleCount: Int { index(after: staleThrough) }
@@ -135,13 +145,13 @@ public struct AckOutbox: Sendable {
         // them must fill neither memory nor the file (rejections are never in the file).
         let reply = reply || ack.status == .rejected || askedAgain.remove(ack.id) != nil
         if !reply, deliveredHere[ack.id] == ack.status { return (.confirmedHere, nil) }
-        var changesFile = ack.status != .rejected
+        var changesFile = Self.isKeptInFile(ack)
         if let old = seqOf[ack.id] {
             let i = index(after: old - 1)
             // The same answer again (a redelivery of an order whose ack is still here): one
             // ack line per connection is enough.
             if entries[i].ack.status == ack.status && !reply && old > staleThrough { return (.sendingHere, nil) }
-            if entries[i].ack.status != .rejected { changesFile = true }
+            if Self.isKeptInFile(entries[i].ack) { changesFile = true }
             entries.remove(at: i)
         }
         entries.append(Entry(ack: ack, seq: nextSeq))
@@ -207,7 +217,7 @@ public struct AckOutbox: Sendable {
     /// one file write covers the ack and its flag).
     public mutating func flagUnwritten() {
         guard let last = entries.last, last.seq > flagged else { return }
-        if entries[index(after: flagged)...].contains(where: { $0.ack.status != .rejected }) { dirty = true }
+        if entries[index(after: flagged)...].contains(where: { Self.isKeptInFile($0.ack) }) { dirty = true }
         flagged = last.seq
         if !waitsForFile { onDisk = flagged }
     }
@@ -225,7 +235,7 @@ public struct AckOutbox: Sendable {
     public mutating func fileContent() -> FileContent {
         dirty = false
         var kept: [Entry] = []
-        for e in entries.reversed() where e.ack.status != .rejected {
+        for e in entries.reversed() where Self.isKeptInFile(e.ack) {
             kept.append(e)
             if kept.count == durableMax { break }
         }
@@ -294,7 +304,9 @@ public struct AckOutbox: Sendable {
         let e = entries[i]
         guard e.ack.status == .rejected || e.seq <= onDisk else { return nil }
         written = e.seq
-        if e.ack.status == .rejected {
+        // `queue_full` leaves at once (its order is redelivered); a final rejection waits for
+        // its confirmation like any other ack (`isKeptInFile`).
+        if e.ack.status == .rejected && !Self.isKeptInFile(e.ack) {
             seqOf[e.ack.id] = nil
             entries.remove(at: i)
         }
@@ -428,9 +440,11 @@ public struct AckOutbox: Sendable {
         for a in loaded.delivered where a.status != .rejected { delivered[a.id] = a.status }
         var last: [String: Int] = [:]
         for (i, a) in loaded.acks.enumerated() { last[a.id] = i }
-        let acks = loaded.acks.enumerated().filter { last[$0.element.id] == $0.offset && $0.element.status != .rejected }.map(\.element)
-        let sent = acks.filter { loaded.written.contains($0.id) }
-        let unsent = acks.filter { !loaded.written.contains($0.id) }
+        let acks = loaded.acks.enumerated().filter { last[$0.element.id] == $0.offset && Self.isKeptInFile($0.element) }.map(\.element)
+        // A rejection leaves the outbox when it is written, so one still in the file may never
+        // have reached the server: it goes out again (twice at worst, the same final status).
+        let sent = acks.filter { loaded.written.contains($0.id) && $0.status != .rejected }
+        let unsent = acks.filter { !loaded.written.contains($0.id) || $0.status == .rejected }
         for a in sent + unsent {
             entries.append(Entry(ack: a, seq: nextSeq))
             seqOf[a.id] = nextSeq
