@@ -406,7 +406,7 @@ public final class MQTTLink: OrderLinking {
                     failure = err
                     // Not sent: the outbox must not count it as written (it would then only
                     // answer a redelivery, and a broker never redelivers the box's own ack).
-                    if e.ack.status == .rejected { _ = o.add(e.ack) } else { o.unflushed(after: e.seq - 1) }
+                    if e.ack.status == .rejected && !AckOutbox.isKeptInFile(e.ack) { _ = o.add(e.ack) } else { o.unflushed(after: e.seq - 1) }
                 }
                 if failure != nil { break }
             }

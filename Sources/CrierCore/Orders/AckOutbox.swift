@@ -104,7 +104,7 @@ public struct AckOutbox: Sendable {
     /// answer that order would ever get (soak-mqtt-devloss: 7 orders redelivered by their
     /// server three times, never answered). `queue_full` is not: it invites a redelivery and
     /// its order stays in the MQTT inbox.
-    static func isKeptInFile(_ ack: Ack) -> Bool {
+    public static func isKeptInFile(_ ack: Ack) -> Bool {
         ack.status != .rejected || ack.reason != Ack.Reason.queueFull
     }
     public var isEmpty: Bool { entries.isEmpty }
