@@ -124,6 +124,8 @@ public actor Daemon {
             dataReserve = reserve
             reserveChanged()
             let store = AckStore(path: config.ackOutboxPath, log: hub.logger("link"), reserve: reserve)
+            // The outbox first: AlertQueue.restore only fills free room, so the outbox's acks not
+            // yet confirmed (the last ones said) must be in before the inbox's (protocol §15).
             policy.restore(store.restored)  // said before the restart: acked again, not said again
             ackStore = store
             if server.isMQTT {

@@ -182,7 +182,11 @@ def test_spoken_while_the_server_was_down_then_restart_is_said_once_and_acked_on
     second = "\n".join(crier2.lines())
     out2 = sim2.lines("out")
     assert (first + second).count("INFO alert: spoken id=" + oid) == 1, second[-2000:]
-    assert "INFO alert: acked again: spoken id=%s" % oid in second, second[-2000:]
+    # The redelivery crosses the outbox's ack: read before the pong that confirms that ack, it is
+    # answered from it ("acked again"); read after it, not again (protocol §6a). Which one depends
+    # on the scheduler (seen under pytest -n 2); either way one ack reaches the server.
+    assert ("INFO alert: acked again: spoken id=%s" % oid in second
+            or "INFO alert: not acked again: spoken id=%s" % oid in second), second[-2000:]
     assert len([l for l in out2 if l.startswith("ack id=%s " % oid)]) == 1, out2
     _, _, x = read_wav(box.capture)
     assert rms(x) < 1e-4, "the second run said something (%.4f)" % rms(x)
