@@ -25,64 +25,29 @@ class SetupSupplicant(FakeSupplicant):
         self.set_network = []
         super().__init__(path)
 
-    def serve(self):
-        while self.running:
-            try:
-                data, addr = self.s.recvfrom(4096)
-            except Exception:
-                if not self.running:
-                    return
-                continue
-            cmd = data.decode()
-            events = []
-            with self.lock:
-                self.requests.append(cmd)
-                if cmd == "ATTACH":
-                    self.attached.append(addr)
-                    reply = "OK\n"
-                elif cmd == "DETACH":
-                    self.attached = [a for a in self.attached if a != addr]
-                    reply = "OK\n"
-                elif cmd == "STATUS":
-                    reply = self.status
-                elif cmd == "SIGNAL_POLL":
-                    reply = "RSSI=-40\n" if "COMPLETED" in self.status else "FAIL\n"
-                elif cmd == "SCAN":
-                    reply = "OK\n"
-                    events.append("CTRL-EVENT-SCAN-RESULTS ")
-                elif cmd == "SCAN_RESULTS":
-                    reply = ("bssid / frequency / signal level / flags / ssid\n"
-                             "02:00:00:00:01:00\t2412\t-70\t[WPA2-PSK-CCMP][ESS]\tShop\n"
-                             "02:00:00:00:02:00\t2437\t-45\t[WPA2-PSK-CCMP][ESS]\tShop\n"
-                             "02:00:00:00:03:00\t2462\t-60\t[ESS]\tCafe \\\"Free\\\"\n"
-                             "02:00:00:00:04:00\t2462\t-20\t[WPA2-PSK-CCMP][ESS]\t\n")
-                elif cmd == "ADD_NETWORK":
-                    reply = "0\n"
-                elif cmd.startswith("SET_NETWORK "):
-                    self.set_network.append(cmd)
-                    reply = "OK\n"
-                elif cmd.startswith("SELECT_NETWORK "):
-                    reply = "OK\n"
-                    if self.outcome == "WRONG_KEY":
-                        events.append('CTRL-EVENT-SSID-TEMP-DISABLED id=0 ssid="x" auth_failures=1 duration=10 reason=WRONG_KEY')
-                    else:
-                        events.append("CTRL-EVENT-CONNECTED - Connection to 02:00:00:00:02:00 completed [id=0 id_str=setup]")
-                elif cmd.startswith("REMOVE_NETWORK "):
-                    reply = "OK\n"
-                else:
-                    reply = "UNKNOWN COMMAND\n"
-                attached = list(self.attached)
-            try:
-                self.s.sendto(reply.encode(), addr)
-            except OSError:
-                pass
-            for e in events:
-                time.sleep(0.05)
-                for a in attached:
-                    try:
-                        self.s.sendto(("<3>" + e).encode(), a)
-                    except OSError:
-                        pass
+    def answer(self, cmd, addr):
+        if cmd == "SIGNAL_POLL":
+            return ("RSSI=-40\n" if "COMPLETED" in self.status else "FAIL\n"), []
+        if cmd == "SCAN":
+            return "OK\n", ["CTRL-EVENT-SCAN-RESULTS "]
+        if cmd == "SCAN_RESULTS":
+            return ("bssid / frequency / signal level / flags / ssid\n"
+                    "02:00:00:00:01:00\t2412\t-70\t[WPA2-PSK-CCMP][ESS]\tShop\n"
+                    "02:00:00:00:02:00\t2437\t-45\t[WPA2-PSK-CCMP][ESS]\tShop\n"
+                    "02:00:00:00:03:00\t2462\t-60\t[ESS]\tCafe \\\"Free\\\"\n"
+                    "02:00:00:00:04:00\t2462\t-20\t[WPA2-PSK-CCMP][ESS]\t\n"), []
+        if cmd == "ADD_NETWORK":
+            return "0\n", []
+        if cmd.startswith("SET_NETWORK "):
+            self.set_network.append(cmd)
+            return "OK\n", []
+        if cmd.startswith("SELECT_NETWORK "):
+            if self.outcome == "WRONG_KEY":
+                return "OK\n", ['CTRL-EVENT-SSID-TEMP-DISABLED id=0 ssid="x" auth_failures=1 duration=10 reason=WRONG_KEY']
+            return "OK\n", ["CTRL-EVENT-CONNECTED - Connection to 02:00:00:00:02:00 completed [id=0 id_str=setup]"]
+        if cmd.startswith("REMOVE_NETWORK "):
+            return "OK\n", []
+        return super().answer(cmd, addr)
 
 
 def press(fifo, *lines):

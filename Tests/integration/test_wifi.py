@@ -43,24 +43,36 @@ class FakeSupplicant:
             cmd = data.decode()
             with self.lock:
                 self.requests.append(cmd)
-                if cmd == "ATTACH":
-                    self.attached.append(addr)
-                    reply = "OK\n"
-                elif cmd == "DETACH":
-                    self.attached = [a for a in self.attached if a != addr]
-                    reply = "OK\n"
-                elif cmd == "PING":
-                    reply = "PONG\n"
-                elif cmd == "STATUS":
-                    reply = self.status
-                elif cmd == "SIGNAL_POLL":
-                    reply = "RSSI=%d\nLINKSPEED=65\nNOISE=9999\nFREQUENCY=2437\n" % self.rssi if "COMPLETED" in self.status else "FAIL\n"
-                else:
-                    reply = "UNKNOWN COMMAND\n"
+                reply, events = self.answer(cmd, addr)
+                attached = list(self.attached)
             try:
                 self.s.sendto(reply.encode(), addr)
             except OSError:
                 pass
+            for e in events:
+                time.sleep(0.05)
+                for a in attached:
+                    try:
+                        self.s.sendto(("<3>" + e).encode(), a)
+                    except OSError:
+                        pass
+
+    def answer(self, cmd, addr):
+        """The reply to one command and the events that follow it (under the lock); a subclass
+        answers more commands and hands the rest here."""
+        if cmd == "ATTACH":
+            self.attached.append(addr)
+            return "OK\n", []
+        if cmd == "DETACH":
+            self.attached = [a for a in self.attached if a != addr]
+            return "OK\n", []
+        if cmd == "PING":
+            return "PONG\n", []
+        if cmd == "STATUS":
+            return self.status, []
+        if cmd == "SIGNAL_POLL":
+            return ("RSSI=%d\nLINKSPEED=65\nNOISE=9999\nFREQUENCY=2437\n" % self.rssi if "COMPLETED" in self.status else "FAIL\n"), []
+        return "UNKNOWN COMMAND\n", []
 
     def wait_attached(self, timeout=20):
         end = time.monotonic() + timeout

@@ -27,6 +27,21 @@ public struct Clip: Sendable {
 public enum Decibel {
     public static func gain(_ db: Double) -> Double { pow10(db / 20) }
 
+    /// 20·log10(v), the inverse of `gain`; -infinity for 0 (and below).
+    public static func of(_ v: Double) -> Double { v > 0 ? 20 * log10(v) : -.infinity }
+
+    /// log10 without Foundation: v = s·2^e with s in [1, 2); ln s = 2·atanh((s-1)/(s+1)).
+    public static func log10(_ v: Double) -> Double {
+        let s = v.significand
+        let y = (s - 1) / (s + 1)
+        var term = y, sum = 0.0
+        for k in stride(from: 1, through: 39, by: 2) {
+            sum += term / Double(k)
+            term *= y * y
+        }
+        return (Double(v.exponent) * 0.6931471805599453 + 2 * sum) / 2.302585092994046
+    }
+
     /// 10^x without Foundation: exp(x·ln 10) by range reduction and a Taylor series; accurate to
     /// ~1e-12 over the range audio gains use.
     static func pow10(_ x: Double) -> Double { exp(x * 2.302585092994046) }

@@ -25,17 +25,7 @@ public enum VoiceBuild {
     public static let measureSeconds = 3.0
 
     /// 20·log10(v) without Foundation; -infinity for 0.
-    public static func db(_ v: Double) -> Double {
-        guard v > 0 else { return -.infinity }
-        let s = v.significand
-        let y = (s - 1) / (s + 1)
-        var term = y, sum = 0.0
-        for k in stride(from: 1, through: 39, by: 2) {
-            sum += term / Double(k)
-            term *= y * y
-        }
-        return 20 * (Double(v.exponent) * 0.6931471805599453 + 2 * sum) / 2.302585092994046
-    }
+    public static func db(_ v: Double) -> Double { Decibel.of(v) }
 
     /// What to keep of a mono recording: the voice and its margins, or nil when no window is
     /// above `absoluteDb` (silence only); `loudestDb` is the loudest window's RMS either way.

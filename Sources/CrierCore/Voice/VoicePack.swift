@@ -154,18 +154,7 @@ public struct ClipLevel: Sendable, Equatable {
             if a > gate { sum += Double(a) * Double(a); n += 1 }
             if a >= 0.999 { run += 1; if run == 3 { clipped += 3 } else if run > 3 { clipped += 1 } } else { run = 0 }
         }
-        func db(_ v: Double) -> Double { v > 0 ? 20 * log10(v) : -120 }
-        func log10(_ v: Double) -> Double {
-            // No Foundation: v = s·2^e with s in [1, 2); ln s = 2·atanh((s-1)/(s+1)).
-            let s = v.significand
-            let y = (s - 1) / (s + 1)
-            var term = y, sum = 0.0
-            for k in stride(from: 1, through: 39, by: 2) {
-                sum += term / Double(k)
-                term *= y * y
-            }
-            return (Double(v.exponent) * 0.6931471805599453 + 2 * sum) / 2.302585092994046
-        }
+        func db(_ v: Double) -> Double { v > 0 ? Decibel.of(v) : -120 }
         return ClipLevel(seconds: Double(x.count) / Double(rate), peakDb: db(Double(peak)), rmsDb: n > 0 ? db((sum / Double(n)).squareRoot()) : -120,
                          clippedSamples: clipped)
     }
