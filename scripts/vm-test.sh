@@ -45,6 +45,7 @@ APT_LOCK=(-o DPkg::Lock::Timeout=600)
 # tools the guest scenarios use (aplay/arecord/amixer, gpioinfo/gpioget, python3) come from here.
 HOST_PKGS=(qemu-system-x86 busybox-static cpio kmod xz-utils gcc-12 make libc6-dev
            python3 alsa-utils gpiod socat sox
+           stress-ng                   # the loaded scenario (14-loaded): both vCPUs kept busy
            hostapd wpasupplicant iw    # the Wi-Fi scenario (8-wifi): AP, supplicant, netns moves
            dnsmasq-base)               # the setup hotspot (13-hotspot): DHCP and DNS for the phone
 ensure_host_pkgs() {

@@ -74,6 +74,14 @@ public enum ThreadScheduling {
         guard rc == 0 else { throw SystemError("pthread_setschedparam SCHED_FIFO \(priority)", code: rc) }
     }
 
+    /// Puts the calling thread back to SCHED_OTHER (its nice value kept). Always allowed: an
+    /// unprivileged thread may lower its own policy.
+    public static func setOrdinary() {
+        var param = sched_param()
+        param.sched_priority = 0
+        _ = pthread_setschedparam(pthread_self(), Int32(SCHED_OTHER) | resetOnFork, &param)
+    }
+
     /// (policy without flags, priority) of the calling thread, as the kernel holds them.
     public static func current() -> (policy: Int32, priority: Int32) {
         var policy: Int32 = 0

@@ -114,6 +114,7 @@ public actor Daemon {
     /// Starts every part; returns once the box is up (the audio device open or being retried).
     public func start() async {
         engine.start()
+        pipeline.speech.keepRealtime(priority: config.speech.realtimePriority)
         startMusic()
         startUpdates()
         if let server = config.link.server {

@@ -33,6 +33,7 @@ extension Daemon {
                                   })
         snap.music = musicStatus()
         snap.audioThread = engine.threadPolicy
+        snap.speechThread = pipeline.speech.threadPolicy
         if let u = update, !u.isEmpty { snap.update = u }
         return snap
     }

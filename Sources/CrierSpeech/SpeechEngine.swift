@@ -73,6 +73,18 @@ public final class SpeechEngine: Sendable {
     /// Refuses further work from this handle. Work already queued still completes.
     public func stop() { stopped.store(true, ordering: .relaxed) }
 
+    /// The daemon's speech thread waits for each utterance at SCHED_FIFO `priority` and keeps it
+    /// until the utterance's first chunk is out, then synthesizes the rest as SCHED_OTHER
+    /// (docs/audio.md, "Real-time priority"): an order's first sound does not wait for the
+    /// box's other programs, and a long synthesis never holds a core at real-time priority.
+    /// 0 leaves the thread ordinary. A refusal is logged once.
+    public func keepRealtime(priority: Int) {
+        EspeakThread.shared.submit(.realtime(priority, log))
+    }
+
+    /// What the speech thread got from `keepRealtime` (nil: never asked).
+    public var threadPolicy: ThreadPolicy? { EspeakThread.shared.policy }
+
     public func synthesize(_ u: Utterance, voice: VoiceConfig) async throws(SpeechError) -> SpeechAudio {
         if stopped.load(ordering: .relaxed) { throw .shutDown }
         let r = await withCheckedContinuation { (c: CheckedContinuation<Result<SpeechAudio, SpeechError>, Never>) in
@@ -165,7 +177,12 @@ final class EspeakThread: Sendable {
         /// `rate` field then holds the number of samples produced).
         case synth(Utterance, VoiceConfig, Settings, (any SpeechChunkSink)?, @Sendable (Result<SpeechAudio, SpeechError>) -> Void)
         case phonemes(Utterance, VoiceConfig, Settings, CheckedContinuation<String, Never>)
+        /// Wait for jobs at SCHED_FIFO this priority (0: ordinary), until each first chunk.
+        case realtime(Int, Logger)
     }
+
+    private let policyBox = Mutex<ThreadPolicy?>(nil)
+    var policy: ThreadPolicy? { policyBox.withLock { $0 } }
 
     private let queue = Mutex<[Job]>([])
     private let signal = DispatchSemaphore(value: 0)
@@ -198,6 +215,7 @@ final class EspeakThread: Sendable {
             switch job {
             case .synth(_, _, _, _, let done): done(.failure(.noThread("\(e)")))
             case .phonemes(_, _, _, let c): c.resume(returning: "")
+            case .realtime: break
             }
             return
         }
@@ -215,6 +233,8 @@ final class EspeakThread: Sendable {
         var produced = 0
         var cancelled = false
         var rate = 0
+        /// At SCHED_FIFO until the first chunk is handed over (then back to SCHED_OTHER).
+        var boosted = false
         init(deadline: Double, sink: (any SpeechChunkSink)?) {
             self.deadline = deadline
             self.sink = sink
@@ -229,9 +249,21 @@ final class EspeakThread: Sendable {
         var currentVoice: String?
         var currentParams: (Int, Int, Int)?
         var failedVoices: Set<String> = []
+        /// SCHED_FIFO priority to wait at (0: ordinary); refused once, never asked again.
+        var waitPriority = 0
+        /// Whether the thread is at SCHED_FIFO now.
+        var realtime = false
 
         mutating func run() {
             while true {
+                if waitPriority > 0 && !realtime {
+                    do {
+                        try ThreadScheduling.setRealtime(priority: waitPriority)
+                        realtime = true
+                    } catch {
+                        waitPriority = 0  // logged when it was first asked; not asked again
+                    }
+                }
                 owner.signal.wait()
                 guard let job = owner.queue.withLock({ q in q.isEmpty ? nil : q.removeFirst() }) else { continue }
                 owner.progressNs.store(Int64(Monotonic.now() * 1e9), ordering: .relaxed)
@@ -239,10 +271,45 @@ final class EspeakThread: Sendable {
                 defer { owner.busyNs.store(0, ordering: .relaxed) }
                 switch job {
                 case .synth(let u, let v, let s, let sink, let done):
+                    // Only a streamed synthesis is being waited for by a listener; a whole one
+                    // (a pack render, a check) runs as an ordinary thread from the start.
+                    if sink == nil { ordinary() }
                     done(synth(u, v, s, sink: sink))
+                    ordinary()
                 case .phonemes(let u, let v, let s, let c):
+                    ordinary()
                     c.resume(returning: phonemes(u, v, s))
+                case .realtime(let priority, let log):
+                    askRealtime(priority, log: log)
                 }
+            }
+        }
+
+        mutating func ordinary() {
+            guard realtime else { return }
+            ThreadScheduling.setOrdinary()
+            realtime = false
+        }
+
+        /// First asked here (so the refusal is logged with its errno), then kept by `run`.
+        mutating func askRealtime(_ priority: Int, log: Logger) {
+            var code: Int32 = 0
+            if priority > 0 {
+                do { try ThreadScheduling.setRealtime(priority: priority) } catch { code = error.code }
+            } else {
+                ordinary()
+            }
+            realtime = priority > 0 && code == 0
+            waitPriority = realtime ? priority : 0
+            let policy = ThreadPolicy.outcome(requested: priority, errno: code, errnoName: errnoName(code),
+                                              errnoText: errnoText(code), key: "speech.realtime_priority")
+            owner.policyBox.withLock { $0 = policy }
+            if let advice = ThreadPolicy.refusalAdvice(requested: priority, errno: code, errnoName: errnoName(code),
+                                                       thread: "speech thread", key: "speech.realtime_priority",
+                                                       cost: "an order's first sound may wait for the box's other programs") {
+                log.warning(advice)
+            } else if realtime {
+                log.info("speech thread: \(policy.line) while it waits and until each utterance's first chunk")
             }
         }
 
@@ -275,7 +342,13 @@ final class EspeakThread: Sendable {
                         let chunk = UnsafeBufferPointer(start: wav, count: Int(count))
                         c.produced += chunk.count
                         if let sink = c.sink {
-                            if !sink.speechChunk(chunk, rate: c.rate) {
+                            let more = sink.speechChunk(chunk, rate: c.rate)
+                            if c.boosted {
+                                // The first chunk is out: the rest is made as an ordinary thread.
+                                ThreadScheduling.setOrdinary()
+                                c.boosted = false
+                            }
+                            if !more {
                                 c.cancelled = true
                                 return 1  // the listener stopped the clip
                             }
@@ -325,6 +398,9 @@ final class EspeakThread: Sendable {
             select(v, lang: u.lang, log: s.log)
             let collector = Collector(deadline: Monotonic.now() + s.deadline, sink: sink)
             collector.rate = rate
+            collector.boosted = realtime
+            // The callback drops the priority at the first chunk; the thread is ordinary after.
+            defer { if realtime { realtime = collector.boosted } }
             let ctx = Unmanaged.passUnretained(collector).toOpaque()
             // No espeakSSML and no espeakPHONEMES: text from outside must not switch voices,
             // read files or inject phoneme codes.

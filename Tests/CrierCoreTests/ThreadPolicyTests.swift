@@ -33,4 +33,35 @@ import Testing
             #expect(r.config.audio.realtimePriority == 30)
         }
     }
+
+    @Test func theSpeechThreadIsNamedWithItsOwnKey() {
+        #expect(ThreadPolicy.outcome(requested: 0, errno: 0, errnoName: "", errnoText: "", key: "speech.realtime_priority").line
+                == "SCHED_OTHER (off: speech.realtime_priority = 0)")
+        let advice = ThreadPolicy.refusalAdvice(requested: 20, errno: 1, errnoName: "EPERM", thread: "speech thread",
+                                                key: "speech.realtime_priority", cost: "an order's first sound may wait") ?? ""
+        #expect(advice.hasPrefix("speech thread: real-time priority SCHED_FIFO 20 refused (EPERM: "))
+        #expect(advice.contains("running as SCHED_OTHER, an order's first sound may wait. Allow it with LimitRTPRIO=20"))
+        #expect(advice.hasSuffix("or set speech.realtime_priority = 0 to silence this"))
+    }
+
+    /// The audio thread must run before the speech thread: a speech priority at or above the
+    /// audio one is lowered below it (an error on its own line; a warning on the audio line
+    /// when only that was set), and check-config shows what runs.
+    @Test func theSpeechPriorityStaysBelowTheAudioOne() {
+        let parser = ConfigParser()
+        let d = parser.parse("", file: "c.conf")
+        #expect(d.config.speech.realtimePriority == 20 && d.diagnostics.isEmpty)
+        let same = parser.parse("audio.realtime_priority = 12\nspeech.realtime_priority = 12\n", file: "c.conf")
+        #expect(same.config.speech.realtimePriority == 11)
+        #expect(same.errors.map(\.description)
+                == ["c.conf:2: speech.realtime_priority: 12 is not below audio.realtime_priority = 12 (the audio thread must run first); using 11"])
+        let lowAudio = parser.parse("audio.realtime_priority = 10\n", file: "c.conf")
+        #expect(lowAudio.config.speech.realtimePriority == 9)
+        #expect(lowAudio.errors.isEmpty && lowAudio.diagnostics.count == 1 && lowAudio.diagnostics[0].key == "audio.realtime_priority")
+        #expect(parser.parse("audio.realtime_priority = 1\n", file: "c.conf").config.speech.realtimePriority == 0)
+        // Audio ordinary: the speech thread's short boost is its own choice.
+        let off = parser.parse("audio.realtime_priority = 0\n", file: "c.conf")
+        #expect(off.config.speech.realtimePriority == 20 && off.diagnostics.isEmpty)
+        #expect(parser.parse("speech.realtime_priority = 0\n", file: "c.conf").config.speech.realtimePriority == 0)
+    }
 }

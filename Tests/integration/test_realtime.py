@@ -1,6 +1,7 @@
 """The audio thread's real-time priority (docs/audio.md, "Real-time priority"): the real daemon,
 the kernel's own view of every thread (/proc/PID/task/TID/stat: policy and rt_priority), while
-music decodes and espeak-ng speaks. Only the audio thread may be SCHED_FIFO."""
+music decodes and espeak-ng speaks. Only the audio thread, and the speech thread while it waits
+for an utterance and until its first chunk, may be SCHED_FIFO."""
 import os
 import shutil
 import subprocess
@@ -75,24 +76,28 @@ def run_and_watch(box, extra, prefix=None):
     return d, st, seen, text
 
 
-def assert_only_audio_is_fifo(seen, priority):
+def assert_only_audio_and_speech_are_fifo(seen, audio, speech):
+    """`seen` holds each thread's last sample, taken once the alert was said: the speech thread
+    is waiting for the next utterance then."""
     names = {comm for comm, _, _ in seen.values()}
     print("\nthreads seen: %d, %s" % (len(seen), sorted(names)))
     # The speech and music threads were there to be checked, not only the audio thread.
     assert {"crier-audio", "crier-speech", "crier-music", "crier-link"} <= names, sorted(names)
     fifo = {k: v for k, v in seen.items() if v[1] != SCHED_OTHER}
-    if priority:
-        assert sorted(v for v in fifo.values()) == [("crier-audio", SCHED_FIFO, priority)], fifo
-    else:
-        assert not fifo, fifo
+    assert [v for v in seen.values() if v[0] == "crier-speech"], "no speech thread seen"
+    want = sorted(([("crier-audio", SCHED_FIFO, audio)] if audio else []) + ([("crier-speech", SCHED_FIFO, speech)] if speech else []))
+    assert sorted(v for v in fifo.values()) == want, fifo
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_FIFO needs root (CAP_SYS_NICE) or RLIMIT_RTPRIO")
-def test_as_root_the_audio_thread_alone_is_fifo_30(box):
+def test_as_root_the_audio_thread_is_fifo_30_and_the_waiting_speech_thread_fifo_20(box):
     d, st, seen, text = run_and_watch(box, "")
-    assert_only_audio_is_fifo(seen, 30)
+    assert_only_audio_and_speech_are_fifo(seen, 30, 20)
     assert st["audio_thread"] == {"policy": "SCHED_FIFO", "priority": 30, "detail": None}
+    assert st["speech_thread"] == {"policy": "SCHED_FIFO", "priority": 20, "detail": None}
     assert "audio thread: SCHED_FIFO 30\n" in text
+    assert "speech thread: SCHED_FIFO 20 (waiting and until each first chunk)\n" in text
+    assert len([l for l in d.lines() if l.endswith(" INFO speech: speech thread: SCHED_FIFO 20 while it waits and until each utterance's first chunk")]) == 1
     assert [l for l in d.lines() if "audio thread:" in l] == [
         l for l in d.lines() if l.endswith(" INFO audio: audio thread: SCHED_FIFO 30")]
     assert len([l for l in d.lines() if "audio thread:" in l]) == 1
@@ -100,14 +105,69 @@ def test_as_root_the_audio_thread_alone_is_fifo_30(box):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_FIFO needs root (CAP_SYS_NICE) or RLIMIT_RTPRIO")
 def test_a_configured_priority_is_the_one_used(box):
-    d, st, seen, text = run_and_watch(box, "audio.realtime_priority = 12\n")
-    assert_only_audio_is_fifo(seen, 12)
+    d, st, seen, text = run_and_watch(box, "audio.realtime_priority = 12\nspeech.realtime_priority = 5\n")
+    assert_only_audio_and_speech_are_fifo(seen, 12, 5)
     assert st["audio_thread"]["priority"] == 12
+    assert st["speech_thread"]["priority"] == 5
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_FIFO needs root (CAP_SYS_NICE) or RLIMIT_RTPRIO")
+def test_a_speech_priority_not_below_the_audio_one_is_lowered_with_a_warning(box):
+    d, st, seen, text = run_and_watch(box, "audio.realtime_priority = 12\nspeech.realtime_priority = 12\n")
+    assert_only_audio_and_speech_are_fifo(seen, 12, 11)
+    assert [l for l in d.lines() if "speech.realtime_priority" in l and "not below audio.realtime_priority = 12" in l and "using 11" in l]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_FIFO needs root (CAP_SYS_NICE) or RLIMIT_RTPRIO")
+def test_the_speech_thread_synthesizes_past_its_first_chunk_as_sched_other(box):
+    """FIFO while waiting, SCHED_OTHER while a long text is made after its first chunk: a long
+    synthesis never holds a core at real-time priority."""
+    sim = order_sim()
+    daemon_conf(box, "server = tcp://127.0.0.1:%d\n" % sim.port)
+    d = Proc([CRIER, "run", "--config", box.conf], env=box.env)
+    policies = []
+    try:
+        d.wait_for(r"INFO link: connected")
+        d.wait_for(r"INFO speech: speech thread: SCHED_FIFO 20")
+        # espeak-ng starts a helper thread of its own from the speech thread (same name,
+        # SCHED_OTHER through SCHED_RESET_ON_FORK): the speech thread is the FIFO one.
+        # (the voice data's warm-up at start runs as SCHED_OTHER: wait for it to end)
+        end = time.monotonic() + 10
+        while True:
+            waiting = [k for k, (comm, pol, prio) in threads(d.p.pid).items() if comm == "crier-speech" and pol == SCHED_FIFO]
+            if waiting or time.monotonic() > end:
+                break
+            time.sleep(0.01)
+        assert len(waiting) == 1, threads(d.p.pid)
+        tid = waiting[0]
+        text = " ".join(["Order %d is ready at the counter, thank you for waiting." % n for n in range(1, 9)])  # < speech.max_chars
+        sayer = subprocess.Popen([CRIER, "say", "--config", box.conf, "--lang", "en", text],
+                                 env=box.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # `crier say` returns once the text is queued; the synthesis follows (~0.1-0.5 s here).
+        deadline = time.monotonic() + 4
+        stat = "/proc/%d/task/%d/stat" % tid
+        while time.monotonic() < deadline:
+            with open(stat) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            policies.append((int(fields[38]), int(fields[37])))
+            time.sleep(0.0005)
+        sayer.kill()
+        sayer.wait(10)
+        time.sleep(0.3)
+        after = threads(d.p.pid).get(tid)
+    finally:
+        sim.stop()
+        d.stop()
+    print("\nspeech thread samples: %d, %d SCHED_OTHER" % (len(policies), policies.count((SCHED_OTHER, 0))))
+    assert (SCHED_OTHER, 0) in policies, policies[:20]
+    assert set(policies) <= {(SCHED_OTHER, 0), (SCHED_FIFO, 20)}, set(policies)
+    assert after[1:] == (SCHED_FIFO, 20), after
 
 
 def test_priority_0_leaves_every_thread_sched_other(box):
-    d, st, seen, text = run_and_watch(box, "audio.realtime_priority = 0\n")
-    assert_only_audio_is_fifo(seen, 0)
+    d, st, seen, text = run_and_watch(box, "audio.realtime_priority = 0\nspeech.realtime_priority = 0\n")
+    assert_only_audio_and_speech_are_fifo(seen, 0, 0)
+    assert st["speech_thread"] == {"policy": "SCHED_OTHER", "priority": 0, "detail": "off: speech.realtime_priority = 0"}
     assert st["audio_thread"] == {"policy": "SCHED_OTHER", "priority": 0, "detail": "off: audio.realtime_priority = 0"}
     assert "audio thread: SCHED_OTHER (off: audio.realtime_priority = 0)\n" in text
     assert not [l for l in d.lines() if "refused" in l]
@@ -122,7 +182,11 @@ def test_a_refusal_is_one_warning_with_what_to_change_and_audio_runs_as_before(b
             pytest.skip("setpriv (util-linux) missing")
         prefix += ["setpriv", "--inh-caps=-sys_nice", "--bounding-set=-sys_nice", "--"]
     d, st, seen, text = run_and_watch(box, "", prefix)
-    assert_only_audio_is_fifo(seen, 0)
+    assert_only_audio_and_speech_are_fifo(seen, 0, 0)
+    speech = [l for l in d.lines() if "speech thread" in l]
+    assert len(speech) == 1 and " WARN speech: speech thread: real-time priority SCHED_FIFO 20 refused (EPERM: " in speech[0], speech
+    assert speech[0].endswith("or set speech.realtime_priority = 0 to silence this"), speech
+    assert st["speech_thread"]["detail"] == "real-time refused: EPERM Operation not permitted"
     warnings = [l for l in d.lines() if "audio thread" in l]
     assert len(warnings) == 1 and " WARN audio: audio thread: real-time priority SCHED_FIFO 30 refused (EPERM: " in warnings[0], warnings
     assert "LimitRTPRIO=30 and RestrictRealtime=no" in warnings[0] and warnings[0].endswith(

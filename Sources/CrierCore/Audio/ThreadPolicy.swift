@@ -1,6 +1,6 @@
-/// The scheduling policy the audio thread runs under, as `crier status` and the start log show
-/// it (docs/audio.md, "Real-time priority"): `SCHED_FIFO 30`, `SCHED_OTHER (off:
-/// audio.realtime_priority = 0)` or `SCHED_OTHER (real-time refused: …)`.
+/// The scheduling policy the audio thread (or the speech thread) runs under, as `crier status`
+/// and the start log show it (docs/audio.md, "Real-time priority"): `SCHED_FIFO 30`,
+/// `SCHED_OTHER (off: audio.realtime_priority = 0)` or `SCHED_OTHER (real-time refused: …)`.
 public struct ThreadPolicy: Sendable, Equatable {
     public enum Kind: String, Sendable {
         /// Real-time: the thread runs before every ordinary thread of the box.
@@ -26,10 +26,15 @@ public struct ThreadPolicy: Sendable, Equatable {
     /// above every ordinary thread. squeezelite's `-p` defaults to 45 for its output thread.
     public static let defaultPriority = 30
 
+    /// The default of `speech.realtime_priority`: below the audio thread, so a speech thread
+    /// starting an utterance never delays a period; above every ordinary thread.
+    public static let defaultSpeechPriority = 20
+
     /// What came of asking for `requested` (0: not asked) when the kernel answered `errno`
     /// (0: granted). `errnoName`/`errnoText` word the refusal (`EPERM`, `Operation not permitted`).
-    public static func outcome(requested: Int, errno: Int32, errnoName: String, errnoText: String) -> ThreadPolicy {
-        if requested <= 0 { return ThreadPolicy(kind: .other, detail: "off: audio.realtime_priority = 0") }
+    public static func outcome(requested: Int, errno: Int32, errnoName: String, errnoText: String,
+                               key: String = "audio.realtime_priority") -> ThreadPolicy {
+        if requested <= 0 { return ThreadPolicy(kind: .other, detail: "off: \(key) = 0") }
         if errno == 0 { return ThreadPolicy(kind: .fifo, priority: requested) }
         return ThreadPolicy(kind: .other, detail: "real-time refused: \(errnoName) \(errnoText)")
     }
@@ -44,7 +49,9 @@ public struct ThreadPolicy: Sendable, Equatable {
 
     /// The one log line at start. A refusal says what to change; nil for `.fifo` and `off`
     /// (the status shows those; `audio thread: SCHED_FIFO 30` is logged at info by the caller).
-    public static func refusalAdvice(requested: Int, errno: Int32, errnoName: String) -> String? {
+    public static func refusalAdvice(requested: Int, errno: Int32, errnoName: String,
+                                     thread: String = "audio thread", key: String = "audio.realtime_priority",
+                                     cost: String = "first sound may be late on a busy box") -> String? {
         guard requested > 0, errno != 0 else { return nil }
         let why: String
         switch errnoName {
@@ -56,9 +63,9 @@ public struct ThreadPolicy: Sendable, Equatable {
         default:
             why = "the kernel refused it"
         }
-        return "audio thread: real-time priority SCHED_FIFO \(requested) refused (\(errnoName): \(why)); "
-            + "running as SCHED_OTHER, first sound may be late on a busy box. "
+        return "\(thread): real-time priority SCHED_FIFO \(requested) refused (\(errnoName): \(why)); "
+            + "running as SCHED_OTHER, \(cost). "
             + "Allow it with LimitRTPRIO=\(requested) and RestrictRealtime=no in the unit (board/systemd/crier.service does), "
-            + "or set audio.realtime_priority = 0 to silence this"
+            + "or set \(key) = 0 to silence this"
     }
 }

@@ -196,6 +196,14 @@ public struct ConfigParser: Sendable {
                    "\(c.audio.bufferMs) is less than two periods (2 × audio.period_ms = \(2 * c.audio.periodMs)); using \(use)")
             c.audio.bufferMs = use
         }
+        // The audio thread must run before the speech thread it plays: a speech thread at the
+        // same or a higher priority could hold a core through a period's deadline.
+        if c.speech.realtimePriority > 0 && c.audio.realtimePriority > 0 && c.speech.realtimePriority >= c.audio.realtimePriority {
+            let use = min(base.speech.realtimePriority, c.audio.realtimePriority - 1)
+            report("speech.realtime_priority", other: "audio.realtime_priority",
+                   "\(c.speech.realtimePriority) is not below audio.realtime_priority = \(c.audio.realtimePriority) (the audio thread must run first); using \(use)")
+            c.speech.realtimePriority = use
+        }
         let p = c.supervision.policy
         if p.initialBackoff > p.maxBackoff {
             let use = min(base.supervision.policy.initialBackoff, p.maxBackoff)

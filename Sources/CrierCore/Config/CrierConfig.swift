@@ -145,6 +145,8 @@ public struct AudioConfig: Sendable, Equatable {
 
 public struct SpeechConfig: Sendable, Equatable {
     public init() {}
+    /// SCHED_FIFO of the speech thread until each utterance's first chunk (0: off).
+    public var realtimePriority = ThreadPolicy.defaultSpeechPriority
     public var lang: Lang = .zh
     public var voices: [Lang: VoiceConfig] = [
         // The stock `cmn` voice of espeak-ng 1.51 reads most hanzi as English spellings
@@ -402,6 +404,10 @@ extension CrierConfig {
                       doc: "Seconds one synthesis may take; past it espeak-ng is stopped, the order acked rejected (speech_failed) and the box carries on.",
                       apply: { c, v throws(ConfigValueError) in c.speech.deadline = try ConfigValue.number(v, 0.001...60) },
                       render: { ConfigValue.fmt($0.speech.deadline) }),
+            ConfigKey("speech.realtime_priority", section: "speech", default: String(ThreadPolicy.defaultSpeechPriority),
+                      doc: "SCHED_FIFO priority of the speech thread while it waits for an utterance and makes its first chunk (the rest is synthesized at ordinary priority); below audio.realtime_priority; 0: ordinary scheduling. Needs LimitRTPRIO= in the unit; refused, it is logged once.",
+                      apply: { c, v throws(ConfigValueError) in c.speech.realtimePriority = try ConfigValue.int(v, 0...99) },
+                      render: { String($0.speech.realtimePriority) }),
             ConfigKey("speech.data_path", section: "speech", default: "",
                       doc: "Directory that contains espeak-ng-data/; empty uses the system's (/usr/lib/*/espeak-ng-data).",
                       apply: { c, v throws(ConfigValueError) in c.speech.dataPath = v.isEmpty ? "" : try ConfigValue.absolutePath(v) },

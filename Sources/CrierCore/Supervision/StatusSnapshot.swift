@@ -27,6 +27,8 @@ public struct StatusSnapshot: Sendable, Equatable {
     public var update: UpdateStatus?
     /// The audio thread's scheduling (docs/audio.md); nil before the thread has started.
     public var audioThread: ThreadPolicy?
+    /// The speech thread's scheduling while it waits and until each first chunk; nil: not asked.
+    public var speechThread: ThreadPolicy?
     /// Power and heat (docs/operations.md); nil before the first reading.
     public var power: PowerStatus?
     /// How the previous run ended; nil when unknown (no data partition).
@@ -211,6 +213,11 @@ public enum StatusFormat {
                 ("policy", .string(p.kind.rawValue)), ("priority", int(p.priority)), ("detail", str(p.detail)),
             ]))))
         }
+        if let p = s.speechThread {
+            fields.append(("speech_thread", .object(JSONObject([
+                ("policy", .string(p.kind.rawValue)), ("priority", int(p.priority)), ("detail", str(p.detail)),
+            ]))))
+        }
         if let p = s.power {
             fields.append(("power", .object(JSONObject([
                 ("source", .string(p.source)), ("summary", .string(p.summary)),
@@ -250,6 +257,7 @@ public enum StatusFormat {
         out += "queue: \(s.queueLength) waiting\n"
         if let m = s.music { out += "music: \(m.line)\n" }
         if let p = s.audioThread { out += "audio thread: \(p.line)\n" }
+        if let p = s.speechThread { out += "speech thread: \(p.line)\(p.kind == .fifo ? " (waiting and until each first chunk)" : "")\n" }
         if let p = s.power { out += "power: \(p.line)\n" }
         if let l = s.lastStart { out += "last start: \(l.words)\n" }
         if let u = s.update { out += u.human() }
