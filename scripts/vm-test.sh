@@ -47,7 +47,8 @@ HOST_PKGS=(qemu-system-x86 busybox-static cpio kmod xz-utils gcc-12 make libc6-d
            python3 alsa-utils gpiod socat sox
            stress-ng                   # the loaded scenario (14-loaded): both vCPUs kept busy
            hostapd wpasupplicant iw    # the Wi-Fi scenario (8-wifi): AP, supplicant, netns moves
-           dnsmasq-base)               # the setup hotspot (13-hotspot): DHCP and DNS for the phone
+           dnsmasq-base                # the setup hotspot (13-hotspot): DHCP and DNS for the phone
+           avahi-daemon)               # 13-hotspot: the box's DEVICE-ID.local over mDNS, as on the image
 ensure_host_pkgs() {
   local missing=() p
   for p in "${HOST_PKGS[@]}"; do
