@@ -178,6 +178,9 @@ struct SetupPiecesTests {
         for n in ["connectivitycheck.gstatic.com", "captive.apple.com", "www.msftconnecttest.com"] { #expect(dl.contains("address=/\(n)/10.42.0.1")) }
         #expect(dl.contains("no-resolv") && dl.contains("dhcp-range=10.42.0.10,10.42.0.99,255.255.255.0,10m"))
         #expect(dl.contains("dhcp-option=114,http://10.42.0.1/"))
+        // root, keeping its group: otherwise dnsmasq calls setgroups()/setgid("dip"), which
+        // crier-setup-ap.service's SystemCallFilter= (~@privileged) kills with SIGSYS
+        #expect(dl.contains("user=root") && dl.contains("group="))
         let s = HotspotConf.supplicant(controlDir: "/run/wpa_supplicant", group: "crier", country: "GB")
         #expect(s.contains("ctrl_interface=DIR=/run/wpa_supplicant GROUP=crier\n") && !s.contains("network={"))
     }

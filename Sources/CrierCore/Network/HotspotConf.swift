@@ -77,6 +77,9 @@ public enum HotspotConf {
             pid-file=\(dir)/dnsmasq.pid
             # stays root: crier-setup-ap.service gives it no capability a user change would drop
             user=root
+            # and keeps its group: without this dnsmasq calls setgroups() and setgid() to "dip",
+            # which the unit's SystemCallFilter= kills (SIGSYS) and it has no CAP_SETGID for
+            group=
             log-dhcp
 
             """
