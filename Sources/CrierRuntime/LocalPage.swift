@@ -110,7 +110,8 @@ enum LocalPage {
             },
             setupState: { await daemon.setupState() },
             setupSubmit: { ssid, psk, hidden, country in await daemon.setupSubmit(ssid: ssid, psk: psk, hidden: hidden, country: country) },
-            setupRescan: { await daemon.setupRescan() })
+            setupRescan: { await daemon.setupRescan() },
+            setupClose: { await daemon.setupClose() })
         let app = WebApp(config: config, hooks: hooks, log: log, clock: { Monotonic.now() }, sessions: sessions,
                          persist: { text in if let p = sessionsPath { try? FileIO.writePrivate(p, Array(text.utf8)) } })
         do {

@@ -469,6 +469,7 @@ extension WebRulesTests {
         let state = Mutex<SetupPortal.State?>(nil)
         let submitted = Mutex<[(String, String, Bool, String?)]>([])
         let rescans = Mutex(0)
+        let closes = Mutex(0)
         let uses = Mutex(0)
     }
 
@@ -483,6 +484,7 @@ extension WebRulesTests {
             }
         }
         hooks.setupRescan = { h.rescans.withLock { $0 += 1 } }
+        hooks.setupClose = { h.closes.withLock { $0 += 1 }; h.state.withLock { $0?.phase = .closed } }
         let hub = LogHub(clock: { WallTime(unixMillis: 0) })
         hub.add(lines)
         return WebApp(config: CrierConfig(), hooks: hooks, log: hub.logger("web"), clock: { f.now.withLock { $0 } }, random: Bytes(5).next)
@@ -548,6 +550,33 @@ extension WebRulesTests {
         guard case .string(let n2)? = Self.json(ok)["csrf"] else { Issue.record("no next token"); return }
         #expect(await app.handle(Self.post("/api/setup", "csrf=\(n2)&ssid=Shop&psk=password1&country=GB", cookie: s.cookie)).status == 409)
         #expect(h.uses.withLock { $0 } > 5)  // every request counts as use
+    }
+
+    @Test func closingSetupFromThePageNeedsAPairedSessionAndATokenAndAnOpenHotspot() async {
+        let f = Fake(), h = Hotspot(), l = Lines()
+        let app = Self.portalApp(f, h, l)
+        h.state.withLock { $0 = Self.openState() }
+        // Anyone in radio range can join the open hotspot: unpaired, or without the token, nothing closes.
+        #expect(await app.handle(Self.post("/api/setup/close", "")).status == 401)
+        guard let s = await Self.pair(app, f) else { Issue.record("did not pair"); return }
+        #expect(await app.handle(Self.post("/api/setup/close", "", cookie: s.cookie)).status == 403)
+        #expect(await app.handle(Self.post("/api/setup/close", "csrf=not-it", cookie: s.cookie)).status == 403)
+        // A foreign Host (a rebinding page) is refused whatever the state.
+        #expect(await app.handle(Self.post("/api/setup/close", "csrf=\(s.csrf)", cookie: s.cookie, host: "captive.apple.com")).status == 421)
+        #expect(h.closes.withLock { $0 } == 0)
+        let ok = await app.handle(Self.post("/api/setup/close", "csrf=\(s.csrf)", cookie: s.cookie))
+        #expect(ok.status == 200 && Self.json(ok)["ok"] == .bool(true))
+        #expect(h.closes.withLock { $0 } == 1)
+        #expect(l.all.withLock { $0 }.contains { $0.contains("local page: setup closed") })
+        // Closed now: the status has no setup, and a second close is 409 (nothing to close).
+        #expect(!String(decoding: await app.handle(Self.get("/api/status", cookie: s.cookie)).body, as: UTF8.self).contains("\"setup\""))
+        guard case .string(let next)? = Self.json(ok)["csrf"] else { Issue.record("no next token"); return }
+        let again = await app.handle(Self.post("/api/setup/close", "csrf=\(next)", cookie: s.cookie))
+        #expect(again.status == 409 && Self.json(again)["error"] == .string("setup_closed"))
+        #expect(h.closes.withLock { $0 } == 1)
+        // The button is on the portal view, in both languages.
+        for lang in Lang.allCases { #expect(WebPage.html(lang: lang, device: "box").contains("id=\"su-close\"")) }
+        #expect(WebPage.script.contains("'/api/setup/close'"))
     }
 
     @Test func thePortalViewIsInBothLanguagesEscapedAndSmall() {

@@ -74,6 +74,46 @@ def wait_file(path, content, timeout=20):
     raise AssertionError("%s: %r, expected %r" % (path, last, content))
 
 
+class Page:
+    """The local page as a phone uses it: a cookie once paired, the latest form token."""
+
+    def __init__(self, port, speech):
+        self.port, self.speech = port, speech
+        self.cookie = self.csrf = None
+
+    def req(self, method, path, form=None, host=None):
+        import http.client
+        import urllib.parse
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        h = {"Host": host or "127.0.0.1:%d" % self.port}
+        if form is not None:
+            h["Content-Type"] = "application/x-www-form-urlencoded"
+        if self.cookie:
+            h["Cookie"] = self.cookie
+        c.request(method, path, body=urllib.parse.urlencode(form) if form is not None else None, headers=h)
+        r = c.getresponse()
+        data = r.read()
+        c.close()
+        j = json.loads(data) if r.getheader("Content-Type", "").startswith("application/json") else None
+        if j and j.get("csrf"):
+            self.csrf = j["csrf"]
+        return r, j
+
+    def pair(self):
+        """Asks for a code, "hears" it (the debug build's speech hook) and pairs; the code."""
+        t = time.time() - 1
+        r, j = self.req("POST", "/api/pair/request", form={})
+        assert r.status == 200, j
+        end = time.monotonic() + 10
+        while not (os.path.exists(self.speech) and os.path.getmtime(self.speech) >= t) and time.monotonic() < end:
+            time.sleep(0.05)
+        code = "".join(c for c in open(self.speech, encoding="utf-8").read() if c.isdigit())[:4]
+        r, j = self.req("POST", "/api/pair", form={"code": code})
+        assert r.status == 200, j
+        self.cookie = r.getheader("Set-Cookie").split(";")[0]
+        return code
+
+
 def test_gesture_scan_try_wrong_then_right(box, tmp_path):
     ctl = tmp_path / "wpa"
     ctl.mkdir()
@@ -233,25 +273,8 @@ def test_the_portal_on_the_page_probe_redirect_pair_submit_and_a_read_only_conf(
     else:
         os.chmod(boot, 0o555)  # EACCES
     p = Proc(args, env=env)
-    cookie, csrf = [None], [None]
-
-    def req(method, path, form=None, host="127.0.0.1:%d" % port):
-        import http.client
-        import urllib.parse
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-        h = {"Host": host}
-        if form is not None:
-            h["Content-Type"] = "application/x-www-form-urlencoded"
-        if cookie[0]:
-            h["Cookie"] = cookie[0]
-        c.request(method, path, body=urllib.parse.urlencode(form) if form is not None else None, headers=h)
-        r = c.getresponse()
-        data = r.read()
-        c.close()
-        j = json.loads(data) if r.getheader("Content-Type", "").startswith("application/json") else None
-        if j and j.get("csrf"):
-            csrf[0] = j["csrf"]
-        return r, j
+    page = Page(port, speech)
+    req = page.req
 
     try:
         p.wait_for(r"INFO web: local page listening")
@@ -269,20 +292,11 @@ def test_the_portal_on_the_page_probe_redirect_pair_submit_and_a_read_only_conf(
         # unpaired: refused, nothing tried
         r, j = req("POST", "/api/setup", form={"ssid": "Shop", "psk": "password1", "country": "GB"})
         assert r.status == 401
-        t = time.time() - 1
-        r, j = req("POST", "/api/pair/request", form={})
-        assert r.status == 200, j
-        end = time.monotonic() + 10
-        while not (os.path.exists(speech) and os.path.getmtime(speech) >= t) and time.monotonic() < end:
-            time.sleep(0.05)
-        code = "".join(c for c in open(speech, encoding="utf-8").read() if c.isdigit())[:4]
-        r, j = req("POST", "/api/pair", form={"code": code})
-        assert r.status == 200, j
-        cookie[0] = r.getheader("Set-Cookie").split(";")[0]
+        code = page.pair()
         # a foreign Host on a change: refused even while open
-        r, _ = req("POST", "/api/setup", form={"csrf": csrf[0], "ssid": "Shop", "psk": PASSWORD, "country": "GB"}, host="captive.apple.com")
+        r, _ = req("POST", "/api/setup", form={"csrf": page.csrf, "ssid": "Shop", "psk": PASSWORD, "country": "GB"}, host="captive.apple.com")
         assert r.status == 421
-        r, j = req("POST", "/api/setup", form={"csrf": csrf[0], "ssid": "Shop", "psk": PASSWORD, "country": "GB"})
+        r, j = req("POST", "/api/setup", form={"csrf": page.csrf, "ssid": "Shop", "psk": PASSWORD, "country": "GB"})
         assert r.status == 200 and j["trying"] is True, j
         p.wait_for(r"NOTICE setup: network tried: connected", timeout=20)
         m = p.wait_for(r"NOTICE setup: network saved to crier.conf .*by=crier-config.service", timeout=10)
@@ -302,3 +316,51 @@ def test_the_portal_on_the_page_probe_redirect_pair_submit_and_a_read_only_conf(
     finally:
         p.stop()
         os.chmod(boot, 0o755)
+
+
+def test_the_page_closes_setup_like_the_idle_timer_paired_and_with_its_token(box, tmp_path):
+    """"Close setup" on the page (docs/setup.md section 6): refused unpaired and without the
+    form token (the open hotspot lets anyone in radio range reach the page); accepted from a
+    paired phone, it closes setup through the speaker policy as the 15-minute idle close does:
+    the same log line (by=page), the request file gone (crier-setup-ap.service stops the AP)."""
+    from test_web import free_port
+    req_file = tmp_path / "setup-ap"
+    ctl = tmp_path / "wpa"
+    ctl.mkdir()
+    sup = SetupSupplicant(str(ctl / "wlan0"))
+    port = free_port()
+    speech = str(tmp_path / "speech.txt")
+    box.write_conf("status.on_start = off\nspeech.lang = en\nsetup.after_minutes = 0\n"
+                   "setup.request_file = %s\nwifi.control_dir = %s\nweb.listen = 127.0.0.1:%d\n" % (req_file, ctl, port))
+    p = Proc([CRIER, "run", "--config", box.conf], env=dict(box.env, CRIER_TEST_PAIRING_SPEECH_FILE=speech))
+    page = Page(port, speech)
+    try:
+        p.wait_for(r"INFO web: local page listening")
+        assert setup_cmd(box, "open").returncode == 0
+        p.wait_for(r"NOTICE setup: setup hotspot open", timeout=20)
+        wait_file(str(req_file), "ap")
+        r, j = page.req("POST", "/api/setup/close", form={})
+        assert r.status == 401 and j["error"] == "not_paired", (r.status, j)
+        page.pair()
+        r, j = page.req("POST", "/api/setup/close", form={})
+        assert r.status == 403 and j["error"] == "csrf", (r.status, j)
+        r, j = page.req("POST", "/api/setup/close", form={"csrf": page.csrf}, host="evil.example")
+        assert r.status == 421
+        r, j = page.req("GET", "/api/status")
+        assert j["setup"]["phase"] == "open", j
+        assert req_file.read_text().strip() == "ap" and "setup hotspot closed" not in "\n".join(p.lines())
+        r, j = page.req("POST", "/api/setup/close", form={"csrf": page.csrf})
+        assert r.status == 200 and j["ok"] is True, (r.status, j)
+        p.wait_for(r"NOTICE setup: setup hotspot closed by=page", timeout=10)
+        deadline = time.monotonic() + 5
+        while req_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not req_file.exists(), "the request file is still there: the AP would stay up"
+        r, j = page.req("GET", "/api/status")
+        assert "setup" not in j, j
+        r, j = page.req("POST", "/api/setup/close", form={"csrf": page.csrf})
+        assert r.status == 409 and j["error"] == "setup_closed", (r.status, j)
+        assert "\n".join(p.lines()).count("setup hotspot closed") == 1
+    finally:
+        p.stop()
+        sup.close()

@@ -216,8 +216,8 @@ def test_the_page_in_a_browser_pair_volume_test_announcement_csrf_session_and_lo
 def test_the_setup_portal_in_a_browser_pick_a_network_pair_submit_and_the_outcome(box):
     """The captive portal (docs/setup.md section 6): while the setup hotspot is open the page
     shows the networks the box sees; a tap fills the name; after pairing the form submits it;
-    the outcome ("Wi-Fi password wrong") comes back on the page by polling. Screenshots
-    portal-zh.png, portal-en.png."""
+    the outcome ("Wi-Fi password wrong") comes back on the page by polling; "Close setup" closes
+    it. Screenshots portal-zh.png, portal-en.png."""
     from test_setup_hotspot import SetupSupplicant, setup_cmd
     ctl = box.tmp / "wpa"
     ctl.mkdir()
@@ -257,6 +257,14 @@ def test_the_setup_portal_in_a_browser_pick_a_network_pair_submit_and_the_outcom
         b.wait("/无线网络密码错误/.test(document.getElementById('su-out').textContent)", timeout=30)
         b.shot("portal-zh.png", full=False)
         assert "not the password" not in "\n".join(w.crier.lines())
+        # "Close setup" (paired, with the page's token): setup closes as the idle timer closes
+        # it, and the portal view goes at the next poll
+        assert b.eval("document.getElementById('su-close').textContent") == "关闭设置"
+        b.eval("document.getElementById('su-close').click(); true")
+        w.crier.wait_for(r"NOTICE setup: setup hotspot closed by=page", timeout=10)
+        b.wait("/设置已关闭/.test(document.getElementById('msg').textContent)")
+        b.wait("document.getElementById('setup').hidden", timeout=10)
+        assert not (box.tmp / "setup-ap").exists()
     finally:
         b.close()
         w.stop()

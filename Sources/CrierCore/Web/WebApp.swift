@@ -67,10 +67,12 @@ public struct WebHooks: Sendable {
     /// Writes the checked text atomically and applies it as SIGHUP would; a message for the page.
     public var writeConfig: @Sendable (String) async -> Result<String, ConfigEditor.Refusal>
     /// The setup hotspot (DaemonSetup.swift): its state (nil: `setup.hotspot = off`; each call
-    /// counts as use), a network to try (a refusal, or nil: trying), a new scan.
+    /// counts as use), a network to try (a refusal, or nil: trying), a new scan, closing it (the
+    /// speaker policy's `SetupMode.close(.page)`: the idle close's path, by=page).
     public var setupState: @Sendable () async -> SetupPortal.State?
     public var setupSubmit: @Sendable (_ ssid: String, _ psk: String, _ hidden: Bool, _ country: String?) async -> SetupNetwork.Problem?
     public var setupRescan: @Sendable () async -> Void
+    public var setupClose: @Sendable () async -> Void
 
     public init(status: @escaping @Sendable () async -> StatusSnapshot, logTail: @escaping @Sendable () -> [String],
                 say: @escaping @Sendable (Lang, String, Bool) async -> Void, perform: @escaping @Sendable (WebAction) async -> Void,
@@ -78,8 +80,10 @@ public struct WebHooks: Sendable {
                 writeConfig: @escaping @Sendable (String) async -> Result<String, ConfigEditor.Refusal>,
                 setupState: @escaping @Sendable () async -> SetupPortal.State? = { nil },
                 setupSubmit: @escaping @Sendable (String, String, Bool, String?) async -> SetupNetwork.Problem? = { _, _, _, _ in nil },
-                setupRescan: @escaping @Sendable () async -> Void = {}) {
+                setupRescan: @escaping @Sendable () async -> Void = {},
+                setupClose: @escaping @Sendable () async -> Void = {}) {
         self.setupState = setupState
+        self.setupClose = setupClose
         self.setupSubmit = setupSubmit
         self.setupRescan = setupRescan
         self.status = status
@@ -202,7 +206,7 @@ public final class WebApp: Sendable {
         default:
             break
         }
-        guard ["/api/action", "/api/settings", "/api/logout", "/api/setup", "/api/setup/rescan"].contains(r.path) else { return Self.error(404, "not_found", "no such page") }
+        guard ["/api/action", "/api/settings", "/api/logout", "/api/setup", "/api/setup/rescan", "/api/setup/close"].contains(r.path) else { return Self.error(404, "not_found", "no such page") }
         let check = state.withLock { $0.sessions.checkCSRF(session: token, csrf: field("csrf"), now: now, random: random) }
         let next: String
         switch check {
@@ -220,11 +224,16 @@ public final class WebApp: Sendable {
             state.withLock { $0.sessions.end(token) }
             saveSessions()
             return Self.json(200, JSONObject([("ok", .bool(true))]), [("Set-Cookie", WebSessions.clearCookie)])
-        case "/api/setup", "/api/setup/rescan":
+        case "/api/setup", "/api/setup/rescan", "/api/setup/close":
             guard let st = setup, st.phase == .open else {
                 let phase = setup?.phase.rawValue ?? "off"
                 return Self.json(409, JSONObject([("ok", .bool(false)), ("error", .string("setup_" + phase)),
                                                   ("message", .string(phase == "off" ? "the setup hotspot is off (setup.hotspot in crier.conf)" : "the setup hotspot is \(phase), not open; wait a moment")), nextField]))
+            }
+            if r.path == "/api/setup/close" {
+                await hooks.setupClose()
+                log.info("local page: setup closed", ["client": r.client])
+                return Self.json(200, JSONObject([("ok", .bool(true)), nextField]))
             }
             if r.path == "/api/setup/rescan" {
                 await hooks.setupRescan()

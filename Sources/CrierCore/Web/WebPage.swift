@@ -41,6 +41,7 @@ public enum WebPage {
         "setup_p": ("播报器正在设置模式。选择店里的无线网络，输入密码，点“连接”。", "The box is in setup mode. Pick the shop's network, type its password and tap “Connect”."),
         "setup_pair": ("先在下面配对这部手机（播报器会说出配对码），然后选择网络。", "First pair this phone below (the box says a code), then pick the network."),
         "rescan": ("重新搜索", "Search again"),
+        "su_close": ("关闭设置", "Close setup"),
         "hidden": ("隐藏网络", "Hidden network"),
         "connect": ("连接", "Connect"),
         "psk_new": ("无线网络密码（开放网络留空）", "Wi-Fi password (empty: an open network)"),
@@ -93,7 +94,7 @@ public enum WebPage {
             <label>\(t("psk_new", l))<input name="psk" type="password" maxlength="64" autocomplete="new-password"></label>
             <label class="row"><input name="hidden_net" type="checkbox" value="on">\(t("hidden", l))</label>
             <label id="su-cc" hidden>\(t("country", l)) (CN, GB, US…)<input name="country" maxlength="2" autocapitalize="characters"></label>
-            <button>\(t("connect", l))</button> <button id="rescan" type="button" class="plain">\(t("rescan", l))</button></form></section>
+            <button>\(t("connect", l))</button> <button id="rescan" type="button" class="plain">\(t("rescan", l))</button> <button id="su-close" type="button" class="plain">\(t("su_close", l))</button></form></section>
             <section id="pair" hidden><h2>\(t("pair_h", l))</h2><p>\(t("pair_p", l))</p>
             <button id="ask" type="button">\(t("pair_ask", l))</button>
             <form id="pairf"><label>\(t("pair_code", l))<input name="code" inputmode="numeric" pattern="[0-9]*" maxlength="4" autocomplete="off"></label>\
@@ -144,13 +145,13 @@ public enum WebPage {
         var T={zh:{up:'已连接',down:'未连接',off:'未设置',ok:'正常',bad:'有问题',asked:'请听播报器说出的四位数字，然后输入。',
         paired:'已配对。',saved:'已保存，正在应用…',done:'好的。',muted:'（静音）',none:'—',err:'出错：',
         lock:'需密码',trying:'正在尝试连接…手机可能会暂时断开播报器的热点。密码错误时热点会回来，这里会显示原因；连接成功时播报器会说“无线网络已连接”。',
-        connected:'已连接。',wrong_password:'无线网络密码错误',not_found:'找不到该网络',failed:'无法尝试该网络（请查看日志）',scanning:'正在搜索网络…',
+        connected:'已连接。',wrong_password:'无线网络密码错误',not_found:'找不到该网络',failed:'无法尝试该网络（请查看日志）',scanning:'正在搜索网络…',su_closed:'设置已关闭，热点随即关闭。',
         ssid_empty:'请输入网络名称',ssid_too_long:'网络名称太长（最多 32 字节）',ssid_unsavable:'网络名称含有无法保存的字符',
         psk_character:'密码含有无效字符',psk_length:'密码须为 8-63 个字符',country_needed:'请输入国家代码',country:'国家代码无效'},
         en:{up:'connected',down:'not connected',off:'not set',ok:'ok',bad:'degraded',asked:'Listen: the box says four digits. Type them here.',
         paired:'Paired.',saved:'Saved; applying…',done:'Done.',muted:' (muted)',none:'—',err:'Error: ',
         lock:'password',trying:'Trying… your phone may drop off the box’s hotspot meanwhile. If the password is wrong the hotspot comes back and this page says so; if it works the box says “Wi-Fi connected”.',
-        connected:'Connected.',wrong_password:'Wi-Fi password wrong',not_found:'Network not found',failed:'Could not try the network (see the log)',scanning:'Searching for networks…'}};
+        connected:'Connected.',wrong_password:'Wi-Fi password wrong',not_found:'Network not found',failed:'Could not try the network (see the log)',scanning:'Searching for networks…',su_closed:'Setup closed; the hotspot goes off now.'}};
         var lang=document.documentElement.lang,L=T[lang]||T.en,csrf='',$=function(i){return document.getElementById(i)};
         function say(m){$('msg').textContent=m}
         function req(method,url,data,cb){var x=new XMLHttpRequest();x.open(method,url);
@@ -195,6 +196,7 @@ public enum WebPage {
         req('POST','/api/setup?lang='+lang,enc({csrf:csrf,ssid:el.ssid.value,psk:el.psk.value,hidden:el.hidden_net.checked?'on':'',country:el.country.value}),
         function(c,j){$('su-out').textContent=c==200?L.trying:L.err+(L[j.error]||j.message);if(c==200)el.psk.value='';refresh()})};
         $('rescan').onclick=function(){req('POST','/api/setup/rescan',enc({csrf:csrf}),function(c,j){if(c!=200)say(L.err+j.message);refresh()})};
+        $('su-close').onclick=function(){req('POST','/api/setup/close',enc({csrf:csrf}),function(c,j){say(c==200?L.su_closed:L.err+j.message);refresh()})};
         var iv=setInterval(refresh,5000);refresh()})();
 
         """
