@@ -24,6 +24,15 @@ extension Daemon {
                                                        "country": w.config.country ?? "?"])
     }
 
+    /// For a reload: the network "Wi-Fi connected" was said for (hex), or nil.
+    public func wifiConnectedSaid() -> String? { policy.wifiConnectedSaid.map { Hex.encode($0) } }
+
+    /// Before `start`, after a reload: what the image before had said (`wifiConnectedSaid`).
+    public func reloaded(wifiConnectedSaid hex: String) {
+        guard let n = Hex.decode(hex) else { return }
+        policy.reloaded(wifiConnectedSaid: n)
+    }
+
     func handleWifi(_ o: WpaControl.Observation) {
         switch o {
         case .event(let e, _): feed(.wifi(e))

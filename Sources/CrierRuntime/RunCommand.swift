@@ -19,6 +19,7 @@ public enum RunCommand {
     /// and, when it changed and is valid, re-executes this program in the same process.
     public static func run(configPath: String?, arguments: [String] = CommandLine.arguments) async -> Int32 {
         let reloadedAt = ReExec.takeMarker()
+        let wifiSaid = ReExec.take(ReExec.wifiSaidVariable)
         // Signals first: one arriving during start-up must neither kill the daemon (the default
         // action) nor be lost; the stream holds it until the loop below reads it.
         let handled = SignalWatcher.Signal.asynchronous
@@ -71,6 +72,8 @@ public enum RunCommand {
         }
 
         let daemon = Daemon(config: config, hub: hub, configPath: ctx.loaded.path)
+        // A reload is not a new connection: "Wi-Fi connected" said before it is not said again.
+        if reloadedAt != nil, let w = wifiSaid { await daemon.reloaded(wifiConnectedSaid: w) }
         let supervisor: Supervisor
         do {
             var parts: [any SupervisedComponent] = [AudioComponent(daemon: daemon), SpeechComponent(daemon: daemon, deadline: config.speech.deadline)]
@@ -216,7 +219,8 @@ public enum RunCommand {
             return code
         case .reload(let t):
             log.info("reload: starting again in place with the new configuration", ["after": Format.fixed(Monotonic.now() - t, 2) + "s"])
-            let e = ReExec.exec(arguments: arguments, reloadStartedAt: t, handled: handled)
+            let carry = await daemon.wifiConnectedSaid().map { [(ReExec.wifiSaidVariable, $0)] } ?? []
+            let e = ReExec.exec(arguments: arguments, reloadStartedAt: t, handled: handled, carry: carry)
             log.error("reload failed: \(e); exiting so systemd restarts crier with the new configuration")
             return ExitCode.failure
         }

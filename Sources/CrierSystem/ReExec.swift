@@ -8,14 +8,23 @@ public enum ReExec {
     /// Set in the new image's environment: the monotonic time (ns) the reload began, so the new
     /// process knows it is a reload (no "started" prompt) and can say how long it took.
     public static let markerVariable = "CRIER_RELOAD_STARTED_NS"
+    /// Set with the marker when the image before had said "Wi-Fi connected": that network's
+    /// name in hex (SpeakerPolicy.wifiConnectedSaid), so the new image does not say it again.
+    public static let wifiSaidVariable = "CRIER_RELOAD_WIFI_SAID"
 
     /// The reload's start (monotonic seconds) when this process is a re-exec; removes the
     /// variable so a child (or the next reload) does not inherit it. Call first thing.
     public static func takeMarker() -> Double? {
-        guard let v = FileIO.env(markerVariable) else { return nil }
-        unsetenv(markerVariable)
+        guard let v = take(markerVariable) else { return nil }
         guard let ns = Int64(v), ns > 0 else { return nil }
         return Double(ns) / 1e9
+    }
+
+    /// A variable the image before set for this one (`exec`'s `carry`), removed like the marker.
+    public static func take(_ variable: String) -> String? {
+        guard let v = FileIO.env(variable) else { return nil }
+        unsetenv(variable)
+        return v
     }
 
     /// Replaces this process with /proc/self/exe run with `arguments` (argv, the program name
@@ -27,18 +36,22 @@ public enum ReExec {
     /// execve, so every handled signal except the stop requests is ignored for that window (a
     /// SIGHUP or SIGUSR1 then means nothing anyway). SIGTERM/SIGINT/SIGQUIT keep their default
     /// action: in that window they still end the process, which is what was asked.
-    public static func exec(arguments: [String], reloadStartedAt: Double, handled: [SignalWatcher.Signal]) -> SystemError {
+    /// `carry`: variables for the new image (`take` reads them), set in place of any inherited.
+    public static func exec(arguments: [String], reloadStartedAt: Double, handled: [SignalWatcher.Signal],
+                            carry: [(String, String)] = []) -> SystemError {
+        let own = [markerVariable, wifiSaidVariable] + carry.map(\.0)
         var env: [String] = []
         // Optional on one Glibc overlay, implicitly unwrapped on another: state the type.
         let base: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = environ
         if var p = base {
             while let s = p.pointee {
                 let entry = String(cString: s)
-                if !entry.hasPrefix(markerVariable + "=") { env.append(entry) }
+                if !own.contains(where: { entry.hasPrefix($0 + "=") }) { env.append(entry) }
                 p += 1
             }
         }
         env.append("\(markerVariable)=\(Int64(reloadStartedAt * 1e9))")
+        for (k, v) in carry { env.append("\(k)=\(v)") }
         let argv = arguments.map { strdup($0) } + [nil]
         let envp = env.map { strdup($0) } + [nil]
         let stops: Set<SignalWatcher.Signal> = [.terminate, .interrupt, .quit]

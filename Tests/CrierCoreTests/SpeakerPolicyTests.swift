@@ -388,3 +388,65 @@ import Testing
         #expect(w.level == .warning && w.message == "rejected" && w.field("why") == "full")
     }
 }
+
+/// A reload (SIGHUP: crier re-executes itself; `crier apply-config` sends it after the setup
+/// portal saved a network) is not a new connection: "Wi-Fi connected" said before it is not
+/// said again by the new image (docs/setup.md section 6, "Saving").
+extension SpeakerPolicyTests {
+    static func wifi(_ ssid: String) -> (inout CrierConfig) -> Void {
+        { c in
+            c.status.onStart = false
+            c.wifi.ssid = try? WifiSSID(parsing: ssid)
+        }
+    }
+
+    /// The image before the reload: Wi-Fi online and "Wi-Fi connected" said.
+    static func saidBeforeTheReload() -> [UInt8]? {
+        var a = SpeakerHarness(wifi("shop"))
+        #expect(a.policy.wifiConnectedSaid == nil)
+        a.send(.wifiStatus(online, signal: -50))
+        #expect(a.drain() == [.prompt(.wifiConnected)])
+        return a.policy.wifiConnectedSaid
+    }
+
+    @Test func aReloadDoesNotSayWifiConnectedAgainForTheSameNetwork() {
+        guard let said = Self.saidBeforeTheReload() else { Issue.record("nothing to hand over"); return }
+        #expect(said == Array("shop".utf8))
+        var b = SpeakerHarness(Self.wifi("shop"), start: false)
+        b.policy.reloaded(wifiConnectedSaid: said)
+        b.send(.start)
+        b.send(.wifiStatus(Self.online, signal: -50))
+        #expect(b.drain() == [], "said again after the reload")
+        #expect(b.logged("Wi-Fi connected").count == 1, "the state change is still logged")
+        // A problem after the reload, then back: both said, as always.
+        b.now = 5
+        b.send(.wifi(.wrongKey(ssid: Array("shop".utf8))))
+        #expect(b.drain() == [.prompt(.wifiWrongPassword)])
+        b.now = 9
+        b.send(.wifiStatus(Self.online, signal: -50))
+        #expect(b.drain() == [.prompt(.wifiConnected)])
+    }
+
+    @Test func aReloadThatChangedTheNetworkOrCameBeforeTheWordsStillSaysIt() {
+        // The settings form changed wifi.ssid: the new network is announced when it connects.
+        guard let said = Self.saidBeforeTheReload() else { Issue.record("nothing to hand over"); return }
+        var b = SpeakerHarness(Self.wifi("cafe"), start: false)
+        b.policy.reloaded(wifiConnectedSaid: said)
+        b.send(.start)
+        b.send(.wifiStatus(Self.online, signal: -50))
+        #expect(b.drain() == [.prompt(.wifiConnected)])
+        // Online, but "Wi-Fi connected" still waiting behind a button's prompt when the reload
+        // comes: nothing is handed over, so the new image says it.
+        var a = SpeakerHarness(Self.wifi("shop"))
+        a.send(.control(.say(.volumeMax)))
+        a.send(.wifiStatus(Self.online, signal: -50))
+        #expect(a.currentKind == .prompt(.volumeMax) && a.policy.statusPrompts.contains(.wifiConnected))
+        #expect(a.policy.wifiConnectedSaid == nil)
+        // A problem said after "connected": nothing handed over either.
+        _ = a.drain()
+        a.now = 3
+        a.send(.wifi(.wrongKey(ssid: Array("shop".utf8))))
+        _ = a.drain()
+        #expect(a.policy.wifiConnectedSaid == nil)
+    }
+}

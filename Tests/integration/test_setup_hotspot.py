@@ -364,3 +364,62 @@ def test_the_page_closes_setup_like_the_idle_timer_paired_and_with_its_token(box
     finally:
         p.stop()
         sup.close()
+
+
+def test_a_reload_after_the_saved_network_does_not_say_wifi_connected_again(box, tmp_path):
+    """The portal saved a network and the box said "Wi-Fi connected"; then crier-config.service's
+    `crier apply-config` reloads crier (SIGHUP: the process re-executes itself with the new
+    crier.conf). The new image finds the Wi-Fi already online: it says nothing (docs/setup.md
+    section 6, "Saving"). A reload while the Wi-Fi was not yet online still says it, once."""
+    import signal
+    ctl = tmp_path / "wpa"
+    ctl.mkdir()
+    sup = SetupSupplicant(str(ctl / "wlan0"))
+    sup.outcome = "CONNECTED"
+    req = str(tmp_path / "setup-ap")
+    box.write_conf("status.on_start = off\nspeech.lang = en\nsetup.after_minutes = 0\nstate.path = %s\n"
+                   "setup.request_file = %s\nwifi.control_dir = %s\nwifi.interface = wlan0\nwifi.not_found_after = 2\n" % (tmp_path / "state", req, ctl))
+    p = Proc([CRIER, "run", "--config", box.conf], env=box.env)
+    said = lambda: len([l for l in p.lines() if "said prompt=wifi_connected" in l])
+    online = r"INFO wifi: Wi-Fi connected state=online"
+    try:
+        p.wait_for(r"INFO runtime: ready")
+        assert setup_cmd(box, "open").returncode == 0
+        wait_file(req, "ap")
+        r = setup_cmd(box, "submit", "--country", "GB", "Shop", input="password1\n")
+        assert r.stdout.strip() == "ok trying", r.stdout
+        p.wait_for(r"NOTICE setup: network saved to crier.conf", timeout=20)
+        with sup.lock:
+            sup.status = ("bssid=02:00:00:00:02:00\nfreq=2437\nssid=Shop\nid=0\nid_str=primary\nwpa_state=COMPLETED\n"
+                          "ip_address=192.168.1.57\n")
+        sup.event("CTRL-EVENT-CONNECTED - Connection to 02:00:00:00:02:00 completed [id=0 id_str=primary]")
+        p.wait_for(online, timeout=20)
+        p.wait_for(r"said prompt=wifi_connected", timeout=30)
+        assert "wifi.ssid = Shop" in box.run("check-config", box.conf).stdout
+        # what `crier apply-config` does after writing the file: systemctl reload crier (a
+        # SIGHUP re-executes only for a changed file: crier.conf has the network now); then a
+        # setting saved from the page, the same reload
+        for n, change in ((2, None), (3, "speech.en.rate = 170\n")):
+            if change:
+                with open(box.conf, "a") as f:
+                    f.write(change)
+            p.p.send_signal(signal.SIGHUP)
+            p.wait_for(r"reloaded: running with the new configuration", count=n - 1, timeout=30)
+            p.wait_for(online, count=n, timeout=20)
+            time.sleep(2)   # a prompt is chosen within a tick (0.1-1 s) and said at once
+            assert said() == 1, "'Wi-Fi connected' said %d times after %d reload(s)" % (said(), n - 1)
+        # Off the network, then back, in the reloaded image: said again (a real change)
+        with sup.lock:
+            sup.status = "wpa_state=SCANNING\n"
+        sup.event("CTRL-EVENT-DISCONNECTED bssid=02:00:00:00:02:00 reason=4")
+        sup.event("CTRL-EVENT-NETWORK-NOT-FOUND")
+        p.wait_for(r"WARN wifi: Wi-Fi network not found", timeout=30)
+        with sup.lock:
+            sup.status = ("bssid=02:00:00:00:02:00\nfreq=2437\nssid=Shop\nid=0\nid_str=primary\nwpa_state=COMPLETED\n"
+                          "ip_address=192.168.1.57\n")
+        sup.event("CTRL-EVENT-CONNECTED - Connection to 02:00:00:00:02:00 completed [id=0 id_str=primary]")
+        p.wait_for(online, count=4, timeout=20)
+        p.wait_for(r"said prompt=wifi_connected", count=2, timeout=30)
+    finally:
+        p.stop()
+        sup.close()

@@ -61,6 +61,23 @@ public struct WifiMonitor: Sendable, Equatable {
 
     public var isProblem: Bool { state == .wrongPassword || state == .notFound || state == .noAddress }
 
+    /// The network "Wi-Fi connected" has been said for, while that is the last thing said (and
+    /// not merely chosen): what a reload hands to the new image. nil: not said, or a problem
+    /// was said after it.
+    public var connectedSaidFor: [UInt8]? {
+        guard announced == .online, pending == nil else { return nil }
+        return ssid ?? config.ssid?.bytes
+    }
+
+    /// After a reload: the image before said "Wi-Fi connected" for `network`. If this
+    /// configuration still names that network, the monitor starts as having said it, so finding
+    /// the Wi-Fi online says nothing (a problem first, then online, says it as always). A
+    /// network the reload changed is said when it connects.
+    public mutating func reloaded(connectedSaidFor network: [UInt8]) {
+        guard announced == nil, [config.ssid, config.backupSSID].contains(where: { $0?.bytes == network }) else { return }
+        announced = .online
+    }
+
     /// While Wi-Fi says what is wrong, the order server's link-down prompt stays quiet.
     public var suppressesLinkDown: Bool { config.prompts && isProblem }
 

@@ -32,6 +32,20 @@ extension SpeakerPolicy {
         wifiTick(now: now)
     }
 
+    /// For a reload (SIGHUP re-executes crier with the new crier.conf; `crier apply-config`
+    /// sends it after the portal saved a network): the network "Wi-Fi connected" was said
+    /// for, nil if it was not said or is still waiting to be (then the new image says it).
+    public var wifiConnectedSaid: [UInt8]? {
+        guard let n = wifi?.connectedSaidFor, !statusPrompts.contains(.wifiConnected) else { return nil }
+        return n
+    }
+
+    /// Before `start`, in the image a reload started: what the image before had said
+    /// (`wifiConnectedSaid`). Finding the same network online is then not said again.
+    public mutating func reloaded(wifiConnectedSaid network: [UInt8]) {
+        wifi?.reloaded(connectedSaidFor: network)
+    }
+
     /// State changes go to the log, due prompts to the status prompts (one of each kind waiting).
     mutating func wifiTick(now: Double) {
         guard var w = wifi else { return }
