@@ -273,9 +273,9 @@ NOT_SANDBOXED = {
     "crier-reboot.service": "systemctl reboot when crier's request file appears; nothing read from it",
     "crier-growdata.service": "first boot: grows the data partition (parted, resize2fs need the block device)",
     "crier-hostname.service": "boot: the host name from device.id (writes /proc/sys/kernel/hostname)",
-    "crier-image-layout.service": "boot: checks the card's partitions",
-    "crier-mark-good.service": "boot: marks the RAUC slot good",
-    "crier-wifi-config.service": "boot: writes the supplicant file from crier.conf (the same checked parser)",
+    "crier-image-layout.service": "boot: reports the read-only root and data layout on the console",
+    "crier-mark-good.service": "boot: commits the booted RAUC slot, or rolls back",
+    "crier-wifi-config.service": "writes the supplicant file from crier.conf (crier's checked parser) into /run/crier-wifi",
     "crier-wpa-supplicant.service": "the distribution's wpa_supplicant, as Debian runs it",
 }
 
