@@ -39,7 +39,7 @@ public enum ReExec {
     /// `carry`: variables for the new image (`take` reads them), set in place of any inherited.
     public static func exec(arguments: [String], reloadStartedAt: Double, handled: [SignalWatcher.Signal],
                             carry: [(String, String)] = []) -> SystemError {
-        let own = [markerVariable, wifiSaidVariable] + carry.map(\.0)
+        let own = [markerVariable, wifiSaidVariable] + carry.map { $0.0 }
         var env: [String] = []
         // Optional on one Glibc overlay, implicitly unwrapped on another: state the type.
         let base: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = environ
