@@ -640,6 +640,8 @@ class Bench:
                 # SCHED_FIFO 30, or SCHED_OTHER and why (docs/audio.md, "Real-time priority")
                 pol = [l for _, l in proc.lines() if "audio: audio thread:" in l]
                 res["_policy"] = pol[0].split("audio: audio thread: ", 1)[1][:120] if pol else "?"
+                sp = [l for _, l in proc.lines() if "speech: speech thread:" in l]
+                res["_speech_policy"] = sp[0].split("speech: speech thread: ", 1)[1][:60].split(" while")[0] if sp else "SCHED_OTHER"
             else:
                 penv = dict(env, PEER_VOICE=VOICE, PEER_RATE=str(RATE), PEER_PITCH=str(PITCH),
                             PEER_AMPLITUDE=str(AMPLITUDE), PEER_DEVICE="default")
@@ -738,12 +740,14 @@ class Bench:
 
     def first_sound_loaded(self):
         """The first-sound step with every core kept busy (issue 36): Crier as shipped (audio
-        thread SCHED_FIFO 30 when allowed), Crier with audio.realtime_priority = 0 (before), and
-        the peer, one after the other under the same load."""
+        thread SCHED_FIFO 30, speech thread FIFO 20 until each first chunk, when allowed), Crier
+        with the audio thread's only, Crier with neither (before issue 36), and the peer, one
+        after the other under the same load."""
         procs, what = self.start_load()
         try:
             self.first_sound("crier", key="loaded_crier")
-            self.first_sound("crier", key="loaded_crier_other", extra="audio.realtime_priority = 0\n")
+            self.first_sound("crier", key="loaded_crier_audio", extra="speech.realtime_priority = 0\n")
+            self.first_sound("crier", key="loaded_crier_other", extra="audio.realtime_priority = 0\nspeech.realtime_priority = 0\n")
             self.first_sound("peer", key="loaded_peer")
         finally:
             for p in procs:
@@ -1078,21 +1082,25 @@ def render(b, info, load_start, load_end, elapsed):
             row("Crier first sound, 500-character text p50 / one order p50", "%.2f×" % ratio, "%.2f× (peer)" % (
                 fp["500-character text"]["p50"] / fp["one order"]["p50"]), "≤ 1.5×", verdict(ratio <= 1.5))
     lc, lo, lp = R.get("first_sound_loaded_crier"), R.get("first_sound_loaded_crier_other"), R.get("first_sound_loaded_peer")
+    la = R.get("first_sound_loaded_crier_audio")
     if lc and lp:
         what = R.get("first_sound_loaded_what", "load")
         for label, text, main in Bench.first_sound_texts():
             if not main or label not in lc or label not in lp:
                 continue
-            c, q, o = lc[label], lp[label], (lo or {}).get(label)
+            c, q, o, a = lc[label], lp[label], (lo or {}).get(label), (la or {}).get(label)
             for k in ("p50", "p99"):
                 ratio = q[k] / c[k] if c[k] > 0 else float("inf")
                 row("under load (%s): first loud sample at `snd_pcm_writei`, %s (%d chars), %s%s" % (
                     what, label, c["chars"], k, " (%d orders)" % c["n"] if k == "p50" else ""),
-                    "%.2f ms%s" % (c[k], "; SCHED_OTHER %.2f ms" % o[k] if o else ""),
+                    "%.2f ms%s%s" % (c[k], "; audio thread only %.2f ms" % a[k] if a else "",
+                                     "; all SCHED_OTHER %.2f ms" % o[k] if o else ""),
                     "%.1f ms (%s×)" % (q[k], ("%.0f" if ratio >= 10 else "%.1f") % ratio), "≥ 10× lower than the peer",
                     verdict(ratio >= 10),
                     "%s / %s / %s" % (lc["_load"], (lo or {}).get("_load", "-"), lp["_load"]) if k == "p50" and label == "one order" else "")
         row("under load: Crier's audio thread", lc.get("_policy", "?"), "-", "SCHED_FIFO 30", verdict(lc.get("_policy", "").startswith("SCHED_FIFO")))
+        row("under load: Crier's speech thread (waiting, until each first chunk)", lc.get("_speech_policy", "?"), "-", "SCHED_FIFO 20",
+            verdict(lc.get("_speech_policy", "").startswith("SCHED_FIFO")))
     vf = R.get("vm_firstsound")
     if vf:
         names = {"one": "one order", "ten": "ten-number alert", "long": "500-character text"}
@@ -1416,11 +1424,12 @@ while the rest is synthesized.
 started 2 s before the first order and stopped after the last: `stress-ng --cpu N --cpu-method all`
 (Debian's stress-ng; N = the number of cores, one busy worker each, nice 0) and a music decoder,
 `sox` decoding a 60 s 44.1 kHz stereo FLAC of pink noise to nowhere in a loop. `scripts/bench.sh`
-installs stress-ng and sox when they are missing. Three runs under the same load, one after the
-other: Crier as shipped (its audio thread at SCHED_FIFO 30 when the kernel allows it; the row
-"Crier's audio thread" says what it got, from the start log), Crier with
-`audio.realtime_priority = 0` (SCHED_OTHER, the figure before issue 36, second number in the Crier
-column), and the peer. Crier runs here without the unit's `Nice=-5`, as in the other host rows.
+installs stress-ng and sox when they are missing. Four runs under the same load, one after the
+other: Crier as shipped (its audio thread at SCHED_FIFO 30, its speech thread at FIFO 20 while it
+waits and until each first chunk, when the kernel allows it; the rows "Crier's audio thread" and
+"speech thread" say what they got, from the start log), Crier with `speech.realtime_priority = 0`
+(the audio thread's priority only: second number in the Crier column), Crier with both at 0
+(everything SCHED_OTHER, the figure before issue 36: third number), and the peer. Crier runs here without the unit's `Nice=-5`, as in the other host rows.
 `--firstsound-n N` sets the orders per text (1-2 to check that the step runs).
 
 {textpath_section(R)}**Idle (host).** `crier run` with `audio.device = null`, no order server, status prompts off; from
