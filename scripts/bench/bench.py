@@ -762,7 +762,10 @@ class Bench:
         env = dict(os.environ, CRIER_BIN=self.crier, CRIER_VM_BENCH_N=str(secs), CRIER_VM_BUFFER_MS="80",
                    CRIER_VM_TIMEOUT=str(secs + 600), CRIER_VM_RETRY="0")
         l0 = os.getloadavg()[0]
-        r = subprocess.run(["bash", os.path.join(ROOT, "scripts", "vm-test.sh"), "14-loaded"], env=env,
+        # The emulator at nice -20 when we may (root): other host work would starve TCG's vCPUs
+        # and the underruns would be the host's, not the guest's.
+        nice = ["nice", "-n", "-20"] if os.geteuid() == 0 else []
+        r = subprocess.run(nice + ["bash", os.path.join(ROOT, "scripts", "vm-test.sh"), "14-loaded"], env=env,
                            capture_output=True, text=True, timeout=secs + 900)
         m = re.search(r"run dir (\S+)", r.stdout + r.stderr)
         path = os.path.join(m.group(1), "results", "loaded.txt") if m else ""
@@ -1656,7 +1659,7 @@ def main():
                        "music from a file, the product's 80 ms buffer (the VM tier's other scenarios use 400 ms), an order "
                        "each time the capture has been quiet for 1 s; the capture (arecord) at SCHED_FIFO 10, below crier's "
                        "audio thread, so the instrument does not drop what crier wrote. Underruns are crier's own "
-                       "`underrun, recovered` lines. The emulator itself runs at nice -20 on the host when the host is shared.")
+                       "`underrun, recovered` lines. The emulator runs at nice -20 on the host (as root), so other host work does not starve the vCPUs.")
     b.notes.append("The peer's idle CPU on the host is not measured: the null PCM is not clock-driven, aplay would "
                    "not sleep. Its clock-driven figure is the VM row.")
     b.notes.append("Burst for the peer is not run: it would say 10 000 orders one by one (hours).")
