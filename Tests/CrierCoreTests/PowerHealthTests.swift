@@ -82,7 +82,7 @@ struct PowerHealthTests {
         let s = w.v.status!
         #expect(s.line == "under-voltage, throttled now; seen since start: under-voltage, throttled; 61.2 °C (max 61.2 °C)")
         #expect(s.summary == "under_voltage,throttled")
-        #expect(PowerStatus(source: "none", now: [], seen: [], celsius: nil, maxCelsius: nil).line == "no firmware flags (not a Raspberry Pi kernel)")
+        #expect(PowerStatus(source: "none", now: [], seen: [], celsius: nil, maxCelsius: nil).line == "under-voltage unknown (no get_throttled, no rpi_volt hwmon)")
         #expect(PowerStatus(source: "none", now: [], seen: [], celsius: 40, maxCelsius: 41).summary == "unknown")
         #expect(PowerStatus(source: "hwmon", now: [], seen: [], celsius: nil, maxCelsius: nil).line == "ok; under-voltage only (hwmon)")
         var snap = StatusSnapshot(version: "1", deviceID: "d", time: WallTime(unixMillis: 0), uptime: 1, components: [],

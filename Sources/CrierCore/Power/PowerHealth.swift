@@ -70,7 +70,8 @@ public struct PowerReading: Sendable, Equatable {
         case firmware
         /// Mainline kernel's raspberrypi-hwmon: under-voltage only.
         case hwmon
-        /// No flags on this machine (not a Pi, or no firmware driver).
+        /// No flags on this machine (not a Pi, no raspberrypi-hwmon driver, or the firmware did
+        /// not answer GET_THROTTLED when its driver probed, so no device was registered).
         case none
     }
     public var source: Source
@@ -183,7 +184,7 @@ public struct PowerWatch: Sendable {
             if let m = r.milliCelsius { f.append(("temp_c", temp(m))) }
             let bad = !r.occurred.isEmpty
             return (bad ? .warning : .info,
-                    r.source == .none ? "no firmware flags on this machine (not a Raspberry Pi kernel); temperature only"
+                    r.source == .none ? "under-voltage cannot be read: no firmware get_throttled and no rpi_volt hwmon (not a Raspberry Pi, or its kernel lacks raspberrypi-hwmon); temperature only"
                         : bad ? "the firmware reports " + r.occurred.sorted().map(\.words).joined(separator: ", ") + Self.advice(r.occurred)
                         : "supply and temperature fine", f)
         case .began(let c):
@@ -242,7 +243,7 @@ public struct PowerStatus: Sendable, Equatable {
     public var line: String {
         var parts: [String] = []
         switch source {
-        case "none": parts.append("no firmware flags (not a Raspberry Pi kernel)")
+        case "none": parts.append("under-voltage unknown (no get_throttled, no rpi_volt hwmon)")
         default:
             parts.append(now.isEmpty ? "ok" : Self.words(now) + " now")
             if !seen.isEmpty { parts.append("seen since start: " + Self.words(seen)) }
