@@ -327,6 +327,18 @@ if [ -n "$KEYRING" ]; then
 else
   echo "  RAUC keyring: none (--keyring not given): this image refuses every update bundle"
 fi
+KMOD_SUMMARY=""
+if [ "$ARCH" = arm64 ]; then
+  # Debian's arm64 kernel has no raspberrypi-hwmon (CONFIG_SENSORS_RASPBERRYPI_HWMON unset): the
+  # kernel's own driver, built for exactly this kernel (cached by kernel and source), so crier
+  # sees under-voltage on a Pi (docs/image.md, "Under-voltage sensor").
+  step "Pi under-voltage sensor: raspberrypi-hwmon.ko for the image's kernel (scripts/kmod-raspi-hwmon.sh)"
+  kc=(--no-cache); [ -z "$CACHE" ] || kc=(--cache "$CACHE")
+  bash "$ROOT/scripts/kmod-raspi-hwmon.sh" "$R" --suite "$SUITE" --mirror "$MIRROR" "${kc[@]}" > "$WORK/kmod.out" 2>&1 ||
+    { sed 's/^/  /' "$WORK/kmod.out" >&2; fail "the raspberrypi-hwmon module could not be built or installed (above)"; }
+  sed 's/^/  /' "$WORK/kmod.out"
+  KMOD_SUMMARY="$(sed -n 's/^kmod-raspi-hwmon: summary: //p' "$WORK/kmod.out")"
+fi
 if ((${#VOICE_PACKS[@]})); then
   step "voice packs: ${VOICE_PACKS[*]%%=*} into /usr/share/crier/voice (crier voice check)"
   sh "$ROOT/image/hooks/voice-packs.sh" "$R" "${VOICE_PACKS[@]}" | sed 's/^/  /' || fail "a voice pack cannot go into the image (above)"
@@ -349,6 +361,7 @@ step "manifest"
     l="${vp%%=*}"
     echo "# voice pack $l: ${vp#*=} -> /usr/share/crier/voice/$l, files sha256 $(cd "$R/usr/share/crier/voice/$l" && find . -type f | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)"
   done
+  [ -z "$KMOD_SUMMARY" ] || echo "# kernel module added: $KMOD_SUMMARY"
   echo "# base root: $( [ -n "$CACHE" ] && echo "$(basename "$BDIR"), built $(cat "$BDIR/complete")" || echo "built for this run (--no-cache)"), SOURCE_DATE_EPOCH $BASE_EPOCH"
   echo "# package	version	architecture"
   chroot "$R" dpkg-query -W -f='${Package}\t${Version}\t${Architecture}\n' | sort
