@@ -35,6 +35,13 @@
 #     the probe requests them itself with gpiomon and they must show as used
 #   - the USB audio device as an ALSA card in the guest; the probe plays a 1 kHz tone on it
 #     (speaker-test) and the host's capture must hold it (or, with crier, the order's speech)
+#   - the under-voltage sensor (scripts/kmod-raspi-hwmon.sh): raspberrypi-hwmon.ko in updates/
+#     with the running kernel's vermagic, in lsmod (by udev when the firmware driver registered
+#     the raspberrypi-hwmon device, else by hand); with the device, bound and an rpi_volt hwmon;
+#     with crier, `crier status` reads it ("under-voltage only (hwmon)"), says "under-voltage
+#     unknown" once the module is unloaded and reads it again once it is loaded again (without
+#     the device: "under-voltage unknown"). QEMU's mailbox trace (bcm2835_mbox_property) counts
+#     the GET_THROTTLED requests and whether QEMU answered them (7.2 does not: docs/image.md)
 #   - with crier (image built with --deb): "runtime: ready" on the UART, an order from an
 #     in-guest `crier-sim order-sim` (added to the test's copy from the crier-sim package, not
 #     shipped in the image) spoken and acked, and the capture holds speech
@@ -247,6 +254,34 @@ p "cards: $(tr -s ' ' < /proc/asound/cards | grep -E '^ ?[0-9]' | paste -sd'|' -
 if [ "$1" = request ]; then
   if speaker-test -D plughw:CARD=Audio,DEV=0 -c 2 -r 48000 -t sine -f 1000 -l 1 -p 500000 >/dev/null 2>&1; then p "tone: played 1 kHz on the USB card"; else p "tone: speaker-test failed"; fi
 fi
+# The under-voltage sensor (scripts/kmod-raspi-hwmon.sh): the module built for the image's
+# kernel, the platform device the firmware driver registers when GET_THROTTLED answers, the
+# hwmon "rpi_volt" the module makes of it, and what crier status says about power.
+ko=/lib/modules/$(uname -r)/updates/raspberrypi-hwmon.ko
+dev=/sys/bus/platform/devices/raspberrypi-hwmon
+loaded() { grep -q '^raspberrypi_hwmon ' /proc/modules; }
+rpivolt() { for h in /sys/class/hwmon/hwmon*; do [ "$(cat "$h/name" 2>/dev/null)" = rpi_volt ] && echo "$h in0_lcrit_alarm=$(cat "$h/in0_lcrit_alarm" 2>&1)"; done; }
+crierpower() { crier status 2>/dev/null | grep '^power:' || echo "(crier status has no power line)"; }
+if [ -f "$ko" ]; then p "hwmon module: present $ko vermagic $(modinfo -F vermagic "$ko") (kernel $(uname -r))"; else p "hwmon module: MISSING $ko"; fi
+if [ -e "$dev" ]; then p "hwmon device: registered by the firmware driver"; else p "hwmon device: not registered (the firmware driver's GET_THROTTLED failed at boot)"; fi
+if loaded; then p "hwmon load: loaded by udev"
+elif modprobe raspberrypi_hwmon 2>/dev/null && loaded; then p "hwmon load: not loaded by udev; modprobe by hand: loaded"
+else p "hwmon load: FAILED (modprobe raspberrypi_hwmon: $(modprobe raspberrypi_hwmon 2>&1 | head -n 1))"; fi
+p "hwmon lsmod: $(lsmod | awk '$1 == "raspberrypi_hwmon"' | tr -s ' ')"
+p "hwmon driver: $(basename "$(readlink "$dev/driver" 2>/dev/null)" 2>/dev/null || echo none)"
+p "hwmon dmesg: $(dmesg | grep -iE 'raspberrypi.hwmon|rpi_volt|undervoltage|voltage normalised|module verification|out-of-tree' | sed 's/^\[ *[0-9.]*\] //' | paste -sd'|' -)"
+sleep 3   # the driver's first poll of the firmware, 2 s after its probe
+p "hwmon rpi_volt: $(rpivolt | head -n 1)"
+if command -v crier >/dev/null; then
+  sleep 6   # crier reads the sensors every 5 s
+  p "crier power, module loaded: $(crierpower)"
+  # The sensor taken away and given back: the module unloads and loads again, crier follows.
+  if loaded && rmmod raspberrypi_hwmon; then
+    sleep 6; p "crier power, module unloaded: $(crierpower)"
+    modprobe raspberrypi_hwmon; sleep 8
+    p "crier power, module loaded again: $(crierpower); lsmod: $(lsmod | awk '$1 == "raspberrypi_hwmon" { print $1 }'); $(rpivolt | head -n 1)"
+  fi
+fi
 p "end"
 EOF
 chmod 0755 "$WORK/pi-probe.sh"
@@ -409,6 +444,7 @@ qemu-system-aarch64 -M raspi3b -kernel "$WORK/kernel" -dtb "$WORK/boot.dtb" \
   -drive "file=$DISK,if=sd,format=raw" \
   -serial "file:$WORK/uart0.log" -serial "file:$SERIAL" -display none -monitor none -no-reboot \
   -usb -device usb-audio,audiodev=snd0 -audiodev "wav,id=snd0,path=$WORK/capture.wav" \
+  -trace bcm2835_mbox_property -D "$WORK/qemu-trace.log" \
   < /dev/null > "$WORK/qemu.out" 2>&1 &
 QEMU_PID=$!
 
@@ -465,6 +501,43 @@ grep -qE '\[Audio *\]' <<<"$(line 'crier-pi-probe: cards: ')" || fail "QEMU's US
 say "sound: $(line 'crier-pi-probe: usb audio: ' | tail -n 1 | cut -c1-200)"
 [ -z "$(line 'crier-pi-probe: usb audio: NOT autoloaded')" ] || { AUTOLOAD_FAILED=1; say "WARNING: udev did not load snd-usb-audio; the probe loaded it by hand"; }
 say "sound: USB audio card present: $(line 'crier-pi-probe: cards: ' | cut -c1-160)"
+
+# The under-voltage sensor (docs/image.md, "Under-voltage sensor"): raspberrypi-hwmon.ko is in
+# the image for the running kernel and loads. What it reads depends on the firmware: QEMU's
+# property mailbox (its trace, bcm2835_mbox_property) shows whether GET_THROTTLED (tag
+# 0x00030046) was answered (out_sz > 0) or not.
+hw() { line "crier-pi-probe: hwmon $1: " | sed "s/^crier-pi-probe: hwmon $1: //"; }
+grep -qE '^present .* vermagic ([^ ]+) .*\(kernel \1\)$' <<<"$(hw module)" || fail "raspberrypi-hwmon.ko missing or not for the running kernel: $(hw module)"
+say "power sensor: module $(hw module | cut -c1-150)"
+say "power sensor: device $(hw device); load: $(hw load); driver: $(hw driver); $(hw rpi_volt)"
+say "power sensor: dmesg: $(hw dmesg | cut -c1-300)"
+grep -q FAILED <<<"$(hw load)" && fail "raspberrypi-hwmon.ko does not load: $(hw load)"
+grep -q '^raspberrypi_hwmon ' <<<"$(hw lsmod)" || fail "raspberrypi_hwmon not in lsmod: $(hw lsmod)"
+MBOX_THROTTLED="$(grep -c 'tag:0x00030046' "$WORK/qemu-trace.log" 2>/dev/null || true)"
+MBOX_ANSWERED="$(grep 'tag:0x00030046' "$WORK/qemu-trace.log" 2>/dev/null | grep -c 'out_sz:[1-9]' || true)"
+say "power sensor: QEMU's mailbox: GET_THROTTLED (0x00030046) asked ${MBOX_THROTTLED:-0} times, answered (out_sz > 0) ${MBOX_ANSWERED:-0}; first: $(grep -m1 'tag:0x00030046' "$WORK/qemu-trace.log" 2>/dev/null | sed 's/^[0-9]*@[0-9.]*://' || echo none)"
+if [ -n "$(line 'crier-pi-probe: hwmon device: registered')" ]; then
+  # Registered: udev must have loaded the module for it (as on a Pi), and it must make rpi_volt.
+  grep -q 'loaded by udev' <<<"$(hw load)" || fail "the raspberrypi-hwmon device exists but udev did not load the module: $(hw load)"
+  [ "$(hw driver)" = raspberrypi-hwmon ] || fail "the raspberrypi-hwmon device is not bound to the module: driver $(hw driver)"
+  grep -q 'in0_lcrit_alarm=[01]$' <<<"$(hw rpi_volt)" || fail "no rpi_volt hwmon with an in0_lcrit_alarm: $(hw rpi_volt)"
+  SENSOR="rpi_volt $(hw rpi_volt | sed 's/.* //')"
+else
+  SENSOR="no raspberrypi-hwmon device (the firmware did not answer GET_THROTTLED)"
+fi
+if ((HAVE_CRIER)); then
+  cpow() { line "crier-pi-probe: crier power, $1: " | sed "s/^crier-pi-probe: crier power, $1: //"; }
+  say "power sensor: crier status with the module loaded: $(cpow 'module loaded')"
+  if [ -n "$(line 'crier-pi-probe: hwmon device: registered')" ]; then
+    grep -q 'under-voltage only (hwmon)' <<<"$(cpow 'module loaded')" || fail "crier does not read the rpi_volt hwmon: $(cpow 'module loaded')"
+    say "power sensor: crier status, module unloaded: $(cpow 'module unloaded')"
+    say "power sensor: crier status, module loaded again: $(cpow 'module loaded again')"
+    grep -q 'under-voltage unknown' <<<"$(cpow 'module unloaded')" || fail "with the module unloaded crier status does not say under-voltage is unknown: $(cpow 'module unloaded')"
+    grep -q 'under-voltage only (hwmon).*; lsmod: raspberrypi_hwmon; ' <<<"$(cpow 'module loaded again')" || fail "crier did not read rpi_volt again after the module was loaded again: $(cpow 'module loaded again')"
+  else
+    grep -q 'under-voltage unknown' <<<"$(cpow 'module loaded')" || fail "no sensor, but crier status does not say under-voltage is unknown: $(cpow 'module loaded')"
+  fi
+fi
 
 if ((HAVE_CRIER)); then
   t=$(wait_for 'runtime: ready' 300) || fail "no 'runtime: ready' from crier on serial0"
@@ -585,6 +658,7 @@ if ((HAVE_CRIER)); then
   echo "  first sound: first_ms=${FIRST_MS:-?} (crier's 'alert: synthesized' line: synthesis start to the first samples)"
   echo "  memory ($( ((MEM)) && echo "mem=${MEM}M, a Pi Zero 2 W" || echo "all 1 GB, a Pi 3 B")), music playing from a file: MemTotal ${TOTAL_MB} MiB, MemAvailable ${AVAIL_MB} MiB; crier VmRSS $((RSS_KB / 1024)) MiB, VmHWM $((HWM_KB / 1024)) MiB; CPU ${CPU_PCT:-?} % of one core over ${ZERO_CPU_S} s (TCG, not a Pi's)"
   echo "  power (crier status --json): $(zl 'power: ' | cut -c1-200)"
+  echo "  power sensor: raspberrypi-hwmon.ko $(hw load | cut -d' ' -f1-4); $SENSOR; QEMU's mailbox answered GET_THROTTLED ${MBOX_ANSWERED:-0} of ${MBOX_THROTTLED:-0} times"
   sed -n 's/^capture: /  capture: /p' "$WORK/capture.txt"
 fi
 echo "  total: $(elapsed "$T0")s"
