@@ -481,3 +481,41 @@ def test_setup_hotspot_units_verify_and_stay_narrow(tmp_path):
     s = unit_settings()
     assert s[("Service", "CapabilityBoundingSet")] == [""] and s[("Service", "NoNewPrivileges")] == ["yes"]
 
+
+def test_setup_ap_helper_without_a_radio_says_so_once_and_waits(tmp_path):
+    """crier-setup-ap on a box without the radio (no Wi-Fi hardware, its driver not started: the
+    amd64 image's kernel has none): one "no radio" line naming the interface, hostapd and dnsmasq
+    never started, no exit while crier's request stays (an exit would have crier-setup-ap.path
+    start the unit again at once, until its start limit left the path unit failed), and a clean
+    end when crier removes the request. The amd64 boot test runs it under systemd."""
+    helper = ROOT / "image/rootfs/usr/local/sbin/crier-setup-ap"
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    started = tmp_path / "started"
+    for name in ("hostapd", "dnsmasq", "wpa_supplicant"):
+        (fake / name).write_text("#!/bin/sh\necho %s >> %s\nexec sleep 60\n" % (name, started))
+        (fake / name).chmod(0o755)
+    req = tmp_path / "setup-ap"
+    req.write_text("ap\n")
+    log = tmp_path / "helper.log"
+    env = dict(os.environ, CRIER_SETUP_HOSTAPD=str(fake / "hostapd"), CRIER_SETUP_DNSMASQ=str(fake / "dnsmasq"),
+               CRIER_SETUP_SUPPLICANT=str(fake / "wpa_supplicant"))
+    with open(log, "w") as err:
+        p = subprocess.Popen(["sh", str(helper), str(req), str(tmp_path), "crier-noradio0"], stderr=err, env=env)
+    try:
+        deadline = time.monotonic() + 10
+        while "no radio" not in log.read_text() and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "crier-setup-ap: no radio: network interface crier-noradio0 does not exist" in log.read_text(), log.read_text()
+        req.write_text("station\n")   # crier changing its mind changes nothing without a radio
+        time.sleep(1.5)               # the helper looks once a second: it must still be waiting
+        assert p.poll() is None, log.read_text()
+        req.unlink()
+        assert p.wait(timeout=10) == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+    text = log.read_text()
+    assert text.count("no radio") == 1, text
+    assert "request file gone: radio given back" in text, text
+    assert not started.exists(), started.read_text()
