@@ -164,7 +164,7 @@ public enum RunCommand {
         }
         let petTask = Task {
             guard let n = notifier, let petter = WatchdogPetter.fromEnvironment() else { return }
-            await WatchdogPetter.run(petter, clock: SystemClock(), health: { supervisor.health() },
+            await WatchdogPetter.run(petter, clock: SystemClock(), reloaded: reloadedAt != nil, health: { supervisor.health() },
                                      pet: { try? n.watchdog() }, log: hub.logger("watchdog"))
         }
         let statusTask = Task {
@@ -183,8 +183,10 @@ public enum RunCommand {
         case .exit: try? notifier?.stopping(status: "stopping")
         case .reload:
             // systemd (Type=notify-reload, or a unit's ExecReload) waits for the READY=1 the
-            // new image sends.
-            try? notifier?.send(["RELOADING=1", "MONOTONIC_USEC=\(Int64(Monotonic.now() * 1e6))", "STATUS=reloading crier.conf"])
+            // new image sends. WATCHDOG=1: systemd's watchdog timer runs on through the stop
+            // (bounded by the backstop), the exec and the new image's start, which pets at once
+            // (WatchdogPetter.start); the pet before the stop may be 4.4 s old.
+            try? notifier?.send(["RELOADING=1", "MONOTONIC_USEC=\(Int64(Monotonic.now() * 1e6))", "STATUS=reloading crier.conf", "WATCHDOG=1"])
         }
         // The stop is bounded whatever part of it hangs (a driver call, a thread in connect):
         // past the limit the process leaves anyway, saying where it was.
@@ -220,6 +222,7 @@ public enum RunCommand {
         case .reload(let t):
             log.info("reload: starting again in place with the new configuration", ["after": Format.fixed(Monotonic.now() - t, 2) + "s"])
             let carry = await daemon.wifiConnectedSaid().map { [(ReExec.wifiSaidVariable, $0)] } ?? []
+            try? notifier?.send(["WATCHDOG=1"])
             let e = ReExec.exec(arguments: arguments, reloadStartedAt: t, handled: handled, carry: carry)
             log.error("reload failed: \(e); exiting so systemd restarts crier with the new configuration")
             return ExitCode.failure

@@ -381,6 +381,31 @@ struct ProgressFollowTests {
         #expect(WatchdogPetter(watchdogUSec: "soon", watchdogPID: nil, ownPID: 42) == nil)
     }
 
+    /// systemd's timer after a reload runs from the last pet before it (same PID, re-executed):
+    /// the schedule a re-executed crier keeps must reach systemd within WatchdogSec, counted
+    /// from that pet, whatever the stop and start-up took. A fresh start counts as a pet, as
+    /// systemd's own timer starts with the service.
+    @Test func aReExecutedCrierPetsAtOnceBecauseSystemdsTimerRunsOnThroughTheReload() {
+        let ok = SupervisorHealth(down: [])
+        var fresh = WatchdogPetter(timeout: 10)
+        #expect(fresh.start(now: 100, reloaded: false) == false)
+        #expect(fresh.check(now: 100, health: ok) == .wait)
+        for gap in [0.5, 2.5, 4.9] {  // the stop, the exec and the start-up before the petter runs
+            let lastPetBefore = 0.0, reexecAt = 4.4 + gap  // the pet before the stop: up to 4.4 s old
+            var p = WatchdogPetter(timeout: 10)
+            var pets = p.start(now: reexecAt, reloaded: true) ? [reexecAt] : []
+            var t = reexecAt
+            while t < 30 {
+                t += p.checkInterval
+                if p.check(now: t, health: ok) == .pet { pets.append(t) }
+            }
+            // systemd: every gap between pets, from the last one before the reload, under 10 s
+            let seen = [lastPetBefore] + pets
+            #expect(zip(seen, seen.dropFirst()).allSatisfy { $1 - $0 < 10 }, "gap \(gap): \(seen)")
+            #expect(pets.first == reexecAt)
+        }
+    }
+
     @Test func petsEveryHalfIntervalOnlyWhenHealthy() {
         var p = WatchdogPetter(timeout: 2)  // pet every 1 s, check every 0.25 s
         let ok = SupervisorHealth(down: [])

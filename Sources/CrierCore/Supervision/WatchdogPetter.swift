@@ -34,6 +34,19 @@ public struct WatchdogPetter: Sendable, Equatable {
         case withhold(down: [String])
     }
 
+    /// The start of the petting. systemd's timer runs from the service's start, so the start
+    /// counts as a pet (the components get a moment to come up). Not after a reload: crier
+    /// re-executes itself in place (same PID, same unit), systemd's timer keeps running from the
+    /// last `WATCHDOG=1` before the reload, and the first pet half an interval after the new
+    /// image's start can come too late: up to 4.4 s since the last pet + the stop, exec and
+    /// start-up (2.5 s under TCG) + 4.4 s > WatchdogSec=10 (the amd64 boot test saw crier
+    /// restarted 5 s after a save from the local page reloaded it, last_start=crash). So a
+    /// re-executed crier pets at once: true = send `WATCHDOG=1` now.
+    public mutating func start(now: Double, reloaded: Bool) -> Bool {
+        lastPet = now
+        return reloaded
+    }
+
     /// Called every `checkInterval` with the supervisor's health.
     public mutating func check(now: Double, health: SupervisorHealth) -> Action {
         let due = lastPet.map { now - $0 >= petInterval - checkInterval / 2 } ?? true
@@ -44,13 +57,12 @@ public struct WatchdogPetter: Sendable, Equatable {
     }
 
     /// Runs until the task is cancelled: checks health, pets, logs when pets stop and resume.
-    public static func run(_ petter: WatchdogPetter, clock: any SupervisionClock,
+    /// `reloaded`: this process image was started by a reload's re-exec (`start`).
+    public static func run(_ petter: WatchdogPetter, clock: any SupervisionClock, reloaded: Bool = false,
                            health: @escaping @Sendable () -> SupervisorHealth,
                            pet: @escaping @Sendable () -> Void, log: Logger) async {
         var petter = petter
-        // Count the start as a pet: systemd's timer runs from the start too, and the components
-        // get a moment to come up before a missing pet is worth a warning.
-        if petter.lastPet == nil { petter.lastPet = clock.now() }
+        if petter.lastPet == nil, petter.start(now: clock.now(), reloaded: reloaded) { pet() }
         var withheld: [String]? = nil
         log.info("watchdog on", ["timeout": formatSeconds(petter.petInterval * 2), "pet_every": formatSeconds(petter.petInterval)])
         var next = clock.now()
