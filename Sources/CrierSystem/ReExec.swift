@@ -14,8 +14,22 @@ public enum ReExec {
 
     /// The reload's start (monotonic seconds) when this process is a re-exec; removes the
     /// variable so a child (or the next reload) does not inherit it. Call first thing.
+    ///
+    /// A re-exec also gets its name back: the kernel names a process after the file it
+    /// executes, and that is /proc/self/exe here, so after a reload `ps`, `pidof crier`, `ss -p`
+    /// and `systemctl status` showed "exe" (the amd64 boot test). The name is argv[0]'s last
+    /// component, as at a normal start (15 bytes at most: the kernel's limit).
     public static func takeMarker() -> Double? {
         guard let v = take(markerVariable) else { return nil }
+        if let argv0 = CommandLine.arguments.first, let name = argv0.split(separator: "/").last, !name.isEmpty {
+            // /proc/self/comm names the thread-group leader: the process as ps and ss show it.
+            let fd = open("/proc/self/comm", O_WRONLY | O_CLOEXEC)
+            if fd >= 0 {
+                let bytes = Array(name.utf8.prefix(15))
+                _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                close(fd)
+            }
+        }
         guard let ns = Int64(v), ns > 0 else { return nil }
         return Double(ns) / 1e9
     }

@@ -140,6 +140,38 @@ def fds(pid):
     return sorted(os.listdir("/proc/%d/fd" % pid), key=int)
 
 
+def test_a_reload_keeps_the_process_name_and_pets_systemds_watchdog_at_once(box):
+    """Under systemd (the amd64 boot test): a reload re-executes /proc/self/exe, which the kernel
+    made the process's name ("exe" in ps, pidof, ss -p); and systemd's watchdog timer runs on
+    through it from the last pet before the reload, while the new image first petted half an
+    interval after its start: crier was restarted ~5 s after a reload there. Now the name is
+    crier's again and WATCHDOG=1 comes with RELOADING=1 and at once from the new image."""
+    notify = Notify(box.tmp)
+    env = dict(box.env, NOTIFY_SOCKET=notify.path, WATCHDOG_USEC="10000000")
+    p = start(box, "audio.device = null\n", env=env)
+    pid = p.p.pid
+    try:
+        notify.wait("READY=1")
+        assert open("/proc/%d/comm" % pid).read().strip() == os.path.basename(CRIER)[:15]
+        box.write_conf(conf_text(box, "audio.device = null\ndevice.id = other-box\n"))
+        t0 = time.monotonic()
+        p.p.send_signal(signal.SIGHUP)
+        reloading = notify.wait("RELOADING=1", after=t0)
+        ready = notify.wait("READY=1", after=reloading)
+        p.wait_for(r"INFO runtime: reloaded: running with the new configuration")
+        assert p.p.poll() is None and p.p.pid == pid
+        with notify.lock:
+            pets = [t for t, m in notify.got if t >= reloading and "WATCHDOG=1" in m.split("\n")]
+        # with RELOADING=1, before the exec, and the new image's first within a second of READY=1
+        assert pets and pets[0] == reloading, (reloading, notify.got[-8:])
+        first_after_exec = notify.wait("WATCHDOG=1", after=ready, timeout=8)
+        assert first_after_exec - ready < 1.0, (ready, notify.got[-8:])
+        assert open("/proc/%d/comm" % pid).read().strip() == os.path.basename(CRIER)[:15]
+    finally:
+        notify.close()
+        timed_stop(p)
+
+
 def test_sighup_reload_unchanged_invalid_and_changed(box):
     notify = Notify(box.tmp)
     env = dict(box.env, NOTIFY_SOCKET=notify.path)
