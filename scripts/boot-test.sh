@@ -23,7 +23,13 @@
 #     ("status=spoken", "alert: spoken"); volume down pressed and crier's state file written.
 #     Then the plug is pulled (QEMU killed, no shutdown).
 #  4. boot 2, same disk: the layout line again, no second growth, crier loads the state file of
-#     boot 1 with the volume set there; ACPI power-off.
+#     boot 1 with the volume set there; then crier's own units under the image's systemd
+#     (scripts/boot-test-sysd.sh in the guest, crier.boottest=sysd on this boot's command line):
+#     crier.socket passes :80 to crier (no capability) and the page answers, also from the host
+#     (hostfwd 127.0.0.1:P -> guest :80); crier-config.path writes a request into crier.conf
+#     (read back from the FAT after power-off) and crier reloads in place; crier-setup-ap.path
+#     starts its unit (no radio in this kernel); systemd-analyze security of each crier unit.
+#     ACPI power-off.
 #  5. boot 3, an update the server offers (issue 20; BOOT_TEST_UPDATE=0 leaves it out): order-sim
 #     has offered a small signed RAUC bundle (test keys; its keyring put into the copy) on
 #     every hello since boot 1, where update.allow_remote was off and crier only said why it
@@ -232,6 +238,24 @@ StandardOutput=journal+console
 WantedBy=multi-user.target
 EOF2
   add_unit crier-boot-press "$WORK/press.service"
+  # Boot 2 only (crier.boottest=sysd on its kernel command line): crier's socket, path and setup
+  # units under the image's own systemd, run by scripts/boot-test-sysd.sh in the guest; its
+  # "crier-boot-sysd: " lines are checked below (check_sysd).
+  cat > "$WORK/sysd.service" <<'EOF2'
+[Unit]
+Description=boot-test: crier's socket, path and setup units under the image's systemd
+After=crier.service crier.socket
+ConditionKernelCommandLine=crier.boottest=sysd
+[Service]
+Type=simple
+ExecStart=/bin/bash /usr/local/sbin/crier-boot-sysd
+StandardOutput=journal+console
+[Install]
+WantedBy=multi-user.target
+EOF2
+  printf 'write %s /usr/local/sbin/crier-boot-sysd\n' "$ROOT/scripts/boot-test-sysd.sh" | debugfs -w -f - "$EXT" >/dev/null 2>&1
+  debugfs -R "stat /usr/local/sbin/crier-boot-sysd" "$EXT" 2>&1 | grep -q '^Inode:' || fail "debugfs could not add /usr/local/sbin/crier-boot-sysd"
+  add_unit crier-boot-sysd "$WORK/sysd.service"
 fi
 
 # ---- the update boot 3 installs (test copy only) ---------------------------------------------
@@ -380,17 +404,22 @@ fi
 CMDLINE="$(cat "$base.cmdline") systemd.show_status=1"
 ROOT_SUM_BEFORE=$(root_sum)
 
-# boot_vm N: starts QEMU on the disk, its serial console to $WORK/serialN.log (= $SERIAL).
+# The local page from the host (boot 2): QEMU forwards 127.0.0.1:WPORT to the guest's port 80.
+HOSTFWD=""
+if ((HAVE_CRIER)); then WPORT=$(free_port); HOSTFWD=",hostfwd=tcp:127.0.0.1:$WPORT-:80"; fi
+
+# boot_vm N [KERNEL-ARG...]: starts QEMU on the disk, its serial console to $WORK/serialN.log (= $SERIAL).
 boot_vm() {
   SERIAL="$WORK/serial$1.log"
   MON_PORT=$(free_port)
-  say "boot $1: $(basename "$IMG") (TCG, $(nproc) host cores): $CMDLINE"
+  local cmdline="$CMDLINE${2:+ ${*:2}}"
+  say "boot $1: $(basename "$IMG") (TCG, $(nproc) host cores): $cmdline"
   TBOOT=$(date +%s.%N)
   qemu-system-x86_64 -accel "tcg,thread=$TCG_THREAD" -machine q35 -cpu max -smp "${QEMU_SMP:-2}" -m "${QEMU_MEM:-512}" \
     -nographic -no-reboot \
-    -kernel "$base.vmlinuz" -initrd "$base.initrd" -append "$CMDLINE" \
+    -kernel "$base.vmlinuz" -initrd "$base.initrd" -append "$cmdline" \
     -drive "file=$DISK,format=raw,if=virtio" \
-    -nic "user,model=virtio-net-pci,restrict=on,$GUESTFWD" \
+    -nic "user,model=virtio-net-pci,restrict=on,$GUESTFWD$HOSTFWD" \
     -chardev "file,id=serial0,path=$SERIAL" -serial chardev:serial0 \
     -monitor "tcp:127.0.0.1:$MON_PORT,server=on,wait=off" \
     < /dev/null > "$WORK/qemu.out" 2>&1 &
@@ -453,6 +482,73 @@ power_off() {
   wait "$QEMU_PID" 2>/dev/null || true; QEMU_PID=""
 }
 
+# check_sysd: boot 2's "crier-boot-sysd:" lines (scripts/boot-test-sysd.sh in the guest: crier's
+# socket, path and setup units under the image's own systemd), then the page from the host
+# through QEMU's hostfwd, as a phone on the shop network would open it.
+sysd() { tr -d '\r' < "$SERIAL" | grep -m1 -oE "crier-boot-sysd: $1.*" || true; }
+check_sysd() {
+  local t l mp
+  t=$(wait_for 'crier-boot-sysd: end' "${SYSD_TIMEOUT:-300}") || fail "boot 2: no 'crier-boot-sysd: end' line within ${SYSD_TIMEOUT:-300} s (scripts/boot-test-sysd.sh in the guest)"
+  say "boot 2: crier's units under the image's systemd (scripts/boot-test-sysd.sh), done ${t}s after power-on:"
+  tr -d '\r' < "$SERIAL" | grep -oE 'crier-boot-sysd: .*' | cut -c18-260 | sed 's/^/    /'
+  # a. crier.socket: systemd (pid 1) holds :80 and passed it to crier, which has no capability
+  l=$(sysd 'a: crier.socket ')
+  grep -q 'crier.socket active' <<<"$l" && grep -q ':80' <<<"$l" || fail "a: crier.socket is not listening on port 80: $l"
+  mp=$(grep -oE 'pid [0-9]+' <<<"$l" | head -n1 | cut -d' ' -f2)
+  grep -q 'user crier' <<<"$l" || fail "a: crier does not run as user crier: $l"
+  l=$(sysd 'a: port 80 held by')
+  grep -q '"systemd",pid=1,' <<<"$l" && grep -q "\"crier\",pid=$mp," <<<"$l" || fail "a: port 80 is not systemd's socket passed to crier (pid $mp): $l"
+  l=$(sysd "a: crier's capabilities")
+  [ "$(grep -oE 'Cap(Inh|Prm|Eff|Bnd|Amb):0{16}' <<<"$l" | wc -l)" = 5 ] || fail "a: crier.service holds a capability: $l"
+  grep -q 'socket from systemd' <<<"$(sysd "a: crier's log")" || fail "a: crier did not serve the socket systemd passed: $(sysd "a: crier's log")"
+  l=$(sysd 'a: GET / ')
+  grep -q 'HTTP/1.1 200' <<<"$l" && grep -q 'text/html' <<<"$l" || fail "a: GET / inside the guest: $l"
+  python3 -c 'import json, sys; l = sys.argv[1]; s = json.loads(l[l.index("{"):]); assert " 200 " in l and s["device"] == "qemu" and s["paired"] is False and "healthy" in s, s' \
+    "$(sysd 'a: GET /api/status')" 2>/dev/null || fail "a: GET /api/status inside the guest: $(sysd 'a: GET /api/status')"
+  l=$(python3 - "$WPORT" <<'PY'
+import json, sys, urllib.request
+base = "http://127.0.0.1:%s" % sys.argv[1]
+r = urllib.request.urlopen(base + "/", timeout=30)
+page = r.read()
+assert r.status == 200 and r.headers.get_content_type() == "text/html", (r.status, dict(r.headers))
+r = urllib.request.urlopen(base + "/api/status", timeout=30)
+st = json.loads(r.read())
+assert r.status == 200 and st["device"] == "qemu" and st["paired"] is False, st
+print("GET / 200, %d bytes; GET /api/status 200: %s" % (len(page), json.dumps(st, separators=(",", ":"))))
+PY
+) || fail "a: the page through QEMU's hostfwd (127.0.0.1:$WPORT -> guest :80): $l"
+  say "a: from the host (hostfwd 127.0.0.1:$WPORT -> guest :80): $l"
+  # b. crier-config.path: the page's request written into crier.conf, crier reloaded in place
+  l=$(sysd 'b: crier-config.service')
+  grep -q 'apply-config: /boot/firmware/crier.conf written' <<<"$l" || fail "b: crier-config.service did not write crier.conf: $l"
+  l=$(sysd 'b: request')
+  grep -q 'request removed' <<<"$l" || fail "b: crier-config left the request: $l"
+  [[ "$l" =~ ([0-9]+)\ comment\ lines\ \(before:\ ([0-9]+)\) ]] && [ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ] || fail "b: comments of crier.conf lost: $l"
+  grep -q "last line 'speech.en.rate = 170'" <<<"$l" || fail "b: crier.conf does not end with the page's new setting: $l"
+  grep -q 'reloaded: running with the new configuration' <<<"$(sysd "b: crier's log")" || fail "b: crier was not reloaded: $(sysd "b: crier's log")"
+  l=$(sysd 'b: after the reload')
+  grep -q "pid $mp (before: $mp), restarts 0;" <<<"$l" && grep -q 'GET / -> HTTP/1.1 200' <<<"$l" && grep -qE "\"[^\"]+\",pid=$mp," <<<"$l" ||
+    fail "b: after the reload crier must be the same process, not restarted, still serving systemd's socket: $l $(sysd 'b: systemd on')"
+  # The re-executed image names itself crier again (it was "exe": ReExec.takeMarker; test_lifecycle).
+  grep -q "\"crier\",pid=$mp," <<<"$l" || say "b: NOTE: after the reload the process is not named crier: $l"
+  # c. crier-setup-ap: crier's request starts the unit; this kernel has no radio
+  l=$(sysd 'c: kernel')
+  grep -q 'mac80211_hwsim: not in this kernel' <<<"$l" || say "c: NOTE: this kernel has mac80211_hwsim now; the hotspot could be tested with a radio here (not done yet): $l"
+  l=$(sysd 'c: after')
+  grep -q 'crier-setup-ap.service success/active/running' <<<"$l" && grep -q 'crier-setup-ap.path active' <<<"$l" || fail "c: crier's request did not start crier-setup-ap.service: $l"
+  grep -qE 'crier-boot-sysd: c: unit: crier setup-ap-config: wrote .* for Crier-[0-9]{4} ' <<<"$(tr -d '\r' < "$SERIAL")" || fail "c: no 'crier setup-ap-config: wrote ... for Crier-NNNN' (ExecStartPre)"
+  grep -q 'crier-boot-sysd: c: unit: crier-setup-ap: no radio: network interface wlan0 does not exist' <<<"$(tr -d '\r' < "$SERIAL")" || fail "c: crier-setup-ap did not say that there is no radio"
+  l=$(sysd 'c: request removed')
+  grep -q 'crier-setup-ap.service success/inactive/dead' <<<"$l" && grep -q 'crier-setup-ap.path active' <<<"$l" && grep -q 'jobs: \[\]' <<<"$l" &&
+    grep -q 'request file gone' <<<"$l" || fail "c: the unit did not end cleanly with the request (or left a job): $l"
+  # d. exposure (systemd-analyze security, the image's systemd): crier.service at most 2.0
+  l=$(sysd 'd: crier.service ')
+  awk '{ exit !($4 != "" && $4 <= 2.0) }' <<<"$l" || fail "d: crier.service's exposure is above 2.0: $l"
+  l=$(sysd 'end: ')
+  grep -q 'system running, failed units: \[\], jobs: \[\], EROFS lines: 0;' <<<"$l" || fail "boot 2 after the unit checks: $l"
+  T_SYSD=$(sed -n 's/.*; \([0-9.]*\) s in all$/\1/p' <<<"$l")
+}
+
 # ---- boot 1: first boot ----------------------------------------------------------------------
 boot_vm 1
 check_boot 1
@@ -495,7 +591,7 @@ if ((HAVE_CRIER)); then
   kill -KILL "$QEMU_PID"; wait "$QEMU_PID" 2>/dev/null || true; QEMU_PID=""
 
   # ---- boot 2: the same card again ---------------------------------------------------------
-  boot_vm 2
+  boot_vm 2 crier.boottest=sysd
   check_boot 2
   [ -z "$(line 'crier-growdata: ')" ] || fail "boot 2: crier-data grown again: $(line 'crier-growdata: ')"
   wait_for 'state: loaded /var/lib/crier/state' 30 >/dev/null || fail "boot 2: crier did not load its state file: $(line 'state: ')"
@@ -503,8 +599,16 @@ if ((HAVE_CRIER)); then
   say "boot 2: $loaded"
   grep -qw "$SAVED_VOLUME" <<<"$loaded" || fail "boot 2: crier loaded another volume than boot 1 saved ($SAVED_VOLUME): $loaded"
   say "boot 2: crier's state survived the power cut ($SAVED_VOLUME)"
+  check_sysd
 fi
 power_off
+if ((HAVE_CRIER)); then
+  # b, after the power-off: crier.conf on the boot partition is the request byte for byte.
+  mtype -i "$FAT" ::/crier.conf > "$WORK/crier.conf.after" 2>/dev/null || true
+  { cat "$WORK/crier.conf"; echo "speech.en.rate = 170"; } | cmp -s - "$WORK/crier.conf.after" ||
+    fail "b: crier.conf on the boot partition is not what the page asked for: $(diff "$WORK/crier.conf" "$WORK/crier.conf.after" | head -n 5 | paste -sd'|')"
+  say "b: crier.conf on the boot partition after boot 2: the page's file byte for byte ($(stat -c %s "$WORK/crier.conf.after") bytes, $(grep -c '^[[:space:]]*#' "$WORK/crier.conf.after") comment lines kept, 'speech.en.rate = 170' added)"
+fi
 
 # ---- boot 3: the update the server offers --------------------------------------------------
 if [ "$UPDATE" != 0 ]; then
@@ -568,6 +672,7 @@ echo "  partitions:   boot $((sizes[0] / 2048)) MiB, slot A $((sizes[1] / 2048))
 echo "  kernel+initrd $(mib $(( $(stat -c %s "$base.vmlinuz") + $(stat -c %s "$base.initrd") ))) MiB (outside the image, amd64 only)"
 if ((HAVE_CRIER)); then
   echo "  power-on to crier ready: boot 1 ${T_READY1}s, boot 2 ${T_READY2}s (QEMU TCG)   order spoken+acked at ${T_SPOKEN}s of boot 1"
+  echo "  crier's units under systemd (boot 2, scripts/boot-test-sysd.sh): ${T_SYSD}s in the guest; exposure: $(tr -d '\r' < "$WORK/serial2.log" | sed -n 's/.*crier-boot-sysd: d: \(crier[^ ]*\)\.service \([0-9.]*\).*/\1 \2/p' | paste -sd',' | sed 's/,/, /g')"
   [ "$UPDATE" = 0 ] || echo "  update offered by the server: bundle $((BUNDLE_BYTES / 1024)) KiB downloaded (update.download = $DL) and installed into slot B in ${T_INSTALL}s, then rebooted by crier-reboot.path"
 else
   echo "  power-on to probe line: ${T_READY1}s, to boot finished (running): ${T_MULTI1}s (QEMU TCG; no crier in this image)"
