@@ -5,9 +5,12 @@ import Synchronization
 
 /// The link's ack outbox (`AckOutbox`) and its file on the data partition, so that acks the
 /// server may not have yet survive a restart or a power cut (docs/protocol.md, "Ack outbox").
-/// The file is rewritten whole (`FileIO.writeDurably`) by a thread of its own, after every
-/// change, several changes coalesced into one write: neither the daemon's actor nor the link
-/// thread ever waits for the card, and a name lookup stuck on the link thread cannot delay it.
+/// Each change is appended to the file as a small record (one write, then fdatasync) by a
+/// thread of its own, several changes coalesced into one append: neither the daemon's actor
+/// nor the link thread ever waits for the card, and a name lookup stuck on the link thread
+/// cannot delay it. The file is written whole (`FileIO.writeDurably`: PATH.tmp, fsync, rename,
+/// directory fsync) at start, after a failed write, and when it holds more dead records than
+/// live ones (`AckOutbox.needsCompaction`; docs/protocol.md section 6a, "Ack outbox file").
 /// An ack goes to the server only once a write marked it written (write-ahead, `AckOutbox`):
 /// the link is woken by `onFileWritten` to send it. A failed write releases the acks anyway
 /// (an unwritable card must not silence the box; it is logged). Shared by the link that
@@ -46,9 +49,14 @@ public final class AckStore: Sendable {
         self.reserve = reserve
         var box = AckOutbox(capacity: capacity, durableMax: durableMax, waitsForFile: path != nil)
         var restored: [Ack] = []
+        var compact = false
         if let path {
             let loaded = Self.load(path, durableMax: durableMax, log: log)
             let kept = box.restore(loaded)
+            // Written whole now: a torn append is cut off before anything is appended after it,
+            // dead records go, a file of the previous release gets its checksums.
+            compact = FileIO.exists(path)
+            if compact { box.markDirty() }
             if kept.sent + kept.unsent > 0 {
                 log.info("acks from before the restart: the unsent go out after the next welcome, the sent ones answer the server if it redelivers their orders",
                          ["file": path, "acks": kept.sent + kept.unsent, "unsent": kept.unsent, "sent_unconfirmed": kept.sent])
@@ -67,6 +75,9 @@ public final class AckStore: Sendable {
         }
         // The reserve is back: a write that failed for lack of space is tried again now.
         reserve?.onChange { [wake] in wake.wake() }
+        if compact {
+            if writer.withLock({ $0.thread == nil }) { persist() } else { wake.wake() }
+        }
     }
 
     private static func load(_ path: String, durableMax: Int, log: Logger) -> AckOutbox.Loaded {
@@ -81,8 +92,16 @@ public final class AckStore: Sendable {
             return AckOutbox.Loaded()
         }
         let loaded = AckOutbox.decodeFile(bytes, durableMax: durableMax)
+        if let torn = loaded.torn {
+            log.warning("ack outbox file ends in an unfinished record (a power cut or a full disk cut an append short); it is dropped: no ack in it had gone out yet; the acks before it count as sent (each answers the server's redelivery of its order)",
+                        ["file": path, "dropped": torn, "acks": loaded.acks.count])
+        }
         for p in loaded.problems {
             log.warning("ack outbox file damaged; the line is ignored", ["file": path, "problem": p])
+        }
+        if loaded.damaged && loaded.torn == nil && !loaded.acks.isEmpty {
+            log.warning("ack outbox file damaged: every ack in it counts as sent (each answers the server's redelivery of its order, none goes out unasked)",
+                        ["file": path, "acks": loaded.acks.count])
         }
         return loaded
     }
@@ -123,19 +142,30 @@ public final class AckStore: Sendable {
         }
     }
 
-    /// Writes the file if the outbox changed. False when the write failed (retried later).
+    /// Writes the file if the outbox changed: appends the changes, or writes it whole. False
+    /// when the write failed (retried later, whole).
     @discardableResult
     func persist() -> Bool {
         guard let path else { return true }
         return fileLock.withLock { _ -> Bool in
-            let (content, notDurable) = state.withLock { s -> (AckOutbox.FileContent?, Int) in
+            let (first, notDurable) = state.withLock { s -> (AckOutbox.FileContent?, Int) in
                 guard s.dirty else { return (nil, s.notDurable) }
-                return (s.fileContent(), s.notDurable)
+                return (s.takeFileWrite(), s.notDurable)
             }
-            guard let content else { return true }
-            let bytes = content.bytes
+            guard var content = first else { return true }
             let t0 = Monotonic.now()
+            var appendFailed = false
             let attempt = { () -> SystemError? in
+                if !content.whole && !appendFailed {
+                    guard !content.bytes.isEmpty else { return nil }
+                    guard let e = Self.append(path, content.bytes) else { return nil }
+                    // The file lacks these records: the next attempt (the retry in the room
+                    // the reserve leaves, or the next change) writes it whole.
+                    appendFailed = true
+                    if e.code != ENOENT { return e }
+                }
+                if appendFailed { content = self.state.withLock { $0.fileContent() } }
+                let bytes = content.bytes
                 do throws(SystemError) {
                     try FileIO.writeDurably(path, bytes)
                 } catch {
@@ -178,6 +208,29 @@ public final class AckStore: Sendable {
             listener?()
             return failure == nil
         }
+    }
+
+    /// Appends `bytes` to the file with one write, then fdatasync (the size is data for it):
+    /// nil once they are on the card. A failed write is truncated back to where it began, so
+    /// no half record stays behind if the box runs on (a power cut first leaves a torn last
+    /// record, which `decodeFile` drops).
+    static func append(_ path: String, _ bytes: [UInt8]) -> SystemError? {
+        // No O_CREAT: a file that vanished is written whole, not restarted from these records.
+        let fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC)
+        guard fd >= 0 else { return SystemError("open", path: path) }
+        defer { Glibc.close(fd) }
+        let end = lseek(fd, 0, SEEK_END)
+        guard FileIO.writeAll(fd, bytes) else {
+            let e = SystemError("write", path: path)
+            if end >= 0 { _ = ftruncate(fd, end) }
+            return e
+        }
+        guard fdatasync(fd) == 0 else {
+            let e = SystemError("fdatasync", path: path)
+            if end >= 0 { _ = ftruncate(fd, end) }
+            return e
+        }
+        return nil
     }
 
     /// Stops the writer and writes what changed since its last write. Idempotent.

@@ -4,8 +4,10 @@ import Testing
 /// A seeded model of the whole exchange around the ack outbox: a server that keeps every order
 /// until it reads a final ack and redelivers the unacked ones right after each welcome (and
 /// answers pings in order), lines in flight lost when a connection drops, the daemon's dedupe,
-/// the outbox file written at random moments, and power cuts at any step (the box restarts
-/// from the last file written, or from a damaged copy of it). Checked for every seed:
+/// the outbox file written at random moments (records appended, or the file written whole when
+/// it needs compaction: issue 35), and power cuts at any step (the box restarts from the last
+/// file written, from one with a torn last append, one whose compaction never reached the
+/// rename, or one with a damaged byte). Checked for every seed:
 /// - every ack the server reads answers a delivery the box read: never more acks for an order
 ///   than deliveries of it (the chaos run's `acked_exactly_once`: an ack written on a connection
 ///   that ended before its pong was written again after the next welcome);
@@ -131,23 +133,32 @@ struct OutboxModel {
 
     mutating func persist() {
         guard outbox.dirty else { return }
-        let c = outbox.fileContent()
-        file = c.bytes
+        let c = outbox.takeFileWrite()
+        if c.whole { file = c.bytes } else { file += c.bytes }
         outbox.fileWritten(through: c.flaggedThrough)
     }
 
-    /// A power cut: the process and the connection are gone; the box starts from the file
-    /// (sometimes a damaged copy: any prefix, as a bad card could leave).
+    /// A power cut: the process and the connection are gone; the box starts from the file.
+    /// Sometimes the cut came during a write: part of an append reached the card (any prefix
+    /// of it), or a compaction's PATH.tmp never got renamed (the old file stays). Sometimes a
+    /// byte of the card is damaged.
     mutating func crash() {
         crashes += 1
         var bytes = file
-        if chance(0.1) { bytes = Array(bytes.prefix(Int.random(in: 0...bytes.count, using: &rng))) }
+        if chance(0.15) && outbox.dirty {
+            let c = outbox.takeFileWrite()
+            if !c.whole { bytes += c.bytes.prefix(Int.random(in: 0..<max(1, c.bytes.count), using: &rng)) }
+        }
+        if chance(0.05) && !bytes.isEmpty {
+            bytes[Int.random(in: 0..<bytes.count, using: &rng)] ^= UInt8.random(in: 1...255, using: &rng)
+        }
         let loaded = AckOutbox.decodeFile(bytes)
         let onDisk = Set(loaded.acks.map(\.id))
         for (id, _) in spoken where !onDisk.contains(id) && !final.contains(id) { mayRepeat.insert(id) }
         if up { drop() }
         outbox = AckOutbox(waitsForFile: true)
         outbox.restore(loaded)
+        outbox.markDirty()  // AckStore writes an existing file whole at start
         file = bytes
         dedupe = [:]
         for a in loaded.acks where a.status != .rejected { dedupe[a.id] = a.status }

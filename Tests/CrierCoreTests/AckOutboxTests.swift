@@ -41,7 +41,7 @@ struct AckOutboxTests {
         #expect(o.isEmpty && o.dirty)
         #expect(ids(o.deliveredAcks) == ["c", "d", "x"], "the newest 3, rejections never")
         let file = o.fileContent().bytes
-        #expect(String(decoding: file, as: UTF8.self).hasPrefix(#"{"type":"ack","id":"c","status":"spoken","written":true,"delivered":true}"# + "\n"))
+        #expect(AckOutbox.withoutChecksums(file).hasPrefix(#"{"type":"ack","id":"c","status":"spoken","written":true,"delivered":true}"# + "\n"))
         let loaded = AckOutbox.decodeFile(file, rememberMax: 3)
         #expect(loaded.problems.isEmpty && loaded.acks.isEmpty)
         #expect(loaded.delivered == [.spoken("c"), .spoken("d"), Ack(id: "x", status: .expired)])
@@ -210,7 +210,7 @@ struct AckOutboxTests {
         #expect(o.takeNext() == nil, "not before the file says so")
         #expect(!o.hasSendable)
         let c = o.fileContent()
-        #expect(String(decoding: c.bytes, as: UTF8.self) == #"{"type":"ack","id":"a","status":"spoken","written":true}"# + "\n")
+        #expect(AckOutbox.withoutChecksums(c.bytes) == #"{"type":"ack","id":"a","status":"spoken","written":true}"# + "\n")
         o.add(.spoken("b"))  // after the snapshot: not covered by it
         o.fileWritten(through: c.flaggedThrough)
         #expect(o.hasSendable)
@@ -238,7 +238,7 @@ struct AckOutboxTests {
         o.connectionStarted()  // lost before its pong
         o.add(Ack(id: "u", status: .expired))  // never written (not connected)
         let file = o.encodeForFile()
-        #expect(String(decoding: file, as: UTF8.self) == #"{"type":"ack","id":"w","status":"spoken","written":true}"# + "\n" + #"{"type":"ack","id":"u","status":"expired"}"# + "\n")
+        #expect(AckOutbox.withoutChecksums(file) == #"{"type":"ack","id":"w","status":"spoken","written":true}"# + "\n" + #"{"type":"ack","id":"u","status":"expired"}"# + "\n")
         let loaded = AckOutbox.decodeFile(file)
         #expect(loaded == AckOutbox.Loaded(acks: [.spoken("w"), Ack(id: "u", status: .expired)], written: ["w"]))
         var r = AckOutbox(waitsForFile: true)
@@ -410,7 +410,8 @@ struct AckOutboxTests {
         for cut in 0...bytes.count {
             let got = AckOutbox.decodeFile(Array(bytes[..<cut]))
             #expect(Array(written.prefix(got.acks.count)) == got.acks, "cut at \(cut)")
-            #expect(got.written == flagged.intersection(got.acks.map(\.id)), "cut at \(cut): a mark is never lost or invented by a cut")
+            let ids = Set(got.acks.map(\.id))
+            #expect(got.written == (got.torn == nil ? flagged.intersection(ids) : ids), "cut at \(cut): a mark is never lost by a cut; a torn file's acks all count as sent")
             #expect(got.problems.count <= 1, "cut at \(cut): \(got.problems)")
         }
         var rng = SplitMix64(seed: 13)

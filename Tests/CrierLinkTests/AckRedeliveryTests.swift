@@ -230,7 +230,12 @@ struct AckRedeliveryTests {
         for (i, snap) in snapshots.enumerated() {
             let full = AckOutbox.decodeFile(snap)
             #expect(full.problems.isEmpty)
-            for cut in [snap.count, snap.count / 2, 1, 0] {
+            // Half: inside a record (a cut at a record boundary is a shorter valid file, which
+            // only a power cut before that append's fsync leaves: tornAppendAtStart, and
+            // AckOutboxFileTests.powerCutMidAppend).
+            var half = snap.count / 2
+            if half > 0 && snap[half - 1] == 0x0A { half -= 1 }
+            for cut in [snap.count, half, 1, 0] {
                 let f = dir.file("cut-\(i)-\(cut)")
                 try FileIO.write(f, Array(snap.prefix(cut)))
                 let restarted = AckStore(path: f, log: log)

@@ -87,6 +87,15 @@ public struct AckOutbox: Sendable {
     public private(set) var dropped = 0
     /// The file's content no longer matches `entries`.
     public private(set) var dirty = false
+    /// Changes not yet in the file, oldest first: the next write appends them
+    /// (`takeFileWrite`). Each is one ack line of the file (see `FileRecord`).
+    private var pending: [FileRecord] = []
+    /// The next write writes the file whole: at start (the file read then is compacted), and
+    /// after a failed write (an append may be missing, or cut short and truncated).
+    private var rewrite = true
+    /// Records and bytes in the file (the last whole write and the appends since).
+    private var recordsInFile = 0
+    private var bytesInFile = 0
 
     public init(capacity: Int = 100_000, durableMax: Int = 1000, waitsForFile: Bool = false, rememberMax: Int = 1024) {
         self.capacity = max(1, capacity)
@@ -145,23 +154,29 @@ public struct AckOutbox: Sendable {
         // them must fill neither memory nor the file (rejections are never in the file).
         let reply = reply || ack.status == .rejected || askedAgain.remove(ack.id) != nil
         if !reply, deliveredHere[ack.id] == ack.status { return (.confirmedHere, nil) }
-        var changesFile = Self.isKeptInFile(ack)
         if let old = seqOf[ack.id] {
             let i = index(after: old - 1)
             // The same answer again (a redelivery of an order whose ack is still here): one
             // ack line per connection is enough.
             if entries[i].ack.status == ack.status && !reply && old > staleThrough { return (.sendingHere, nil) }
-            if Self.isKeptInFile(entries[i].ack) { changesFile = true }
+            if Self.isKeptInFile(entries[i].ack) && !Self.isKeptInFile(ack) {
+                record(.forget(ack.id))
+                // The file keeps the newest `durableMax`: one fewer lets an older entry in that
+                // no record holds (it was left out when the file was last written whole).
+                // Rare (more than `durableMax` acks waiting): written whole.
+                if entries.count > durableMax { rewrite = true }
+            }
             entries.remove(at: i)
         }
         entries.append(Entry(ack: ack, seq: nextSeq))
         seqOf[ack.id] = nextSeq
         nextSeq += 1
-        if changesFile { dirty = true }
+        if Self.isKeptInFile(ack) { record(FileRecord(ack: ack, written: false, delivered: false)) }
         guard entries.count > capacity else { return (.queued, nil) }
         dropped += 1
         let first = entries.removeFirst().ack
         seqOf[first.id] = nil
+        if Self.isKeptInFile(first) { record(.forget(first.id)) }
         return (.queued, first)
     }
 
@@ -217,7 +232,9 @@ public struct AckOutbox: Sendable {
     /// one file write covers the ack and its flag).
     public mutating func flagUnwritten() {
         guard let last = entries.last, last.seq > flagged else { return }
-        if entries[index(after: flagged)...].contains(where: { Self.isKeptInFile($0.ack) }) { dirty = true }
+        for e in entries[index(after: flagged)...] where Self.isKeptInFile(e.ack) {
+            record(FileRecord(ack: e.ack, written: true, delivered: false))
+        }
         flagged = last.seq
         if !waitsForFile { onDisk = flagged }
     }
@@ -226,14 +243,98 @@ public struct AckOutbox: Sendable {
     public struct FileContent: Sendable, Equatable {
         public var bytes: [UInt8]
         public var flaggedThrough: UInt64
+        /// The whole file (written to PATH.tmp, fsynced, renamed over PATH, directory fsynced);
+        /// false: records to append (one write, then fsync).
+        public var whole = true
     }
 
-    /// The file's bytes: first the confirmed outcomes remembered (`"delivered":true`, id and
-    /// status only), then one protocol ack line per entry (rejections left out), the newest
-    /// `durableMax`, entries that may have been written with `"written":true`; then marks the
-    /// outbox clean.
+    /// One line of the file: a protocol ack line with `"written":true` when it may have been
+    /// sent, `"delivered":true` when it was confirmed (id and status only; a `rejected` one
+    /// only removes the id: nothing to remember), and a checksum (docs/protocol.md section 6a,
+    /// "Ack outbox file"). Replayed in order, the last record of an id wins.
+    struct FileRecord: Sendable, Equatable {
+        var ack: Ack
+        var written: Bool
+        var delivered: Bool
+
+        /// The id leaves the file without an outcome to remember.
+        static func forget(_ id: String) -> FileRecord {
+            FileRecord(ack: Ack(id: id, status: .rejected), written: true, delivered: true)
+        }
+
+        /// The line, ending in `,"crc":"xxxxxxxx"}` and a newline: the CRC-32 (IEEE, as zlib)
+        /// of the line's JSON object without that field. A previous release reads the line as
+        /// a plain ack line (unknown fields are ignored): a rollback keeps the outbox.
+        func encode(into out: inout [UInt8]) {
+            var o = ProtocolCodec.object(.ack(delivered ? Ack(id: ack.id, status: ack.status) : ack))
+            if written { o["written"] = .bool(true) }
+            if delivered { o["delivered"] = .bool(true) }
+            var body: [UInt8] = []
+            JSON.write(.object(o), into: &body)
+            let crc = ControlStateCodec.hex(ControlStateCodec.crc32(body))
+            out.append(contentsOf: body.dropLast())
+            out.append(contentsOf: Array(#","crc":""#.utf8))
+            out.append(contentsOf: Array(crc.utf8))
+            out.append(contentsOf: Array(#""}"#.utf8))
+            out.append(0x0A)
+        }
+    }
+
+    /// A change for the file: appended by the next write.
+    private mutating func record(_ r: FileRecord) {
+        pending.append(r)
+        dirty = true
+    }
+
+    /// Bytes beyond which the file is written whole at the next change.
+    public static let compactBytes = 256 << 10
+
+    /// Compaction: the file is written whole once it holds more dead records than live ones
+    /// (with 64 of slack, so a nearly empty outbox is not rewritten every few changes), or
+    /// more than `compactBytes`. `live`: the records a whole write would have.
+    public static func needsCompaction(records: Int, bytes: Int, live: Int) -> Bool {
+        bytes > compactBytes || records > 2 * live + 64
+    }
+
+    /// The next write of the file: the records of the changes since the last write, to append,
+    /// or the whole file (`fileContent`) when it needs compaction or the last write failed.
+    /// Marks the outbox clean. Empty bytes (not whole): nothing to write, the mark holds.
+    public mutating func takeFileWrite() -> FileContent {
+        let records = Self.superseded(pending)
+        var bytes: [UInt8] = []
+        for r in records { r.encode(into: &bytes) }
+        let live = delivered.count + min(entries.count, durableMax)
+        if rewrite || Self.needsCompaction(records: recordsInFile + records.count, bytes: bytesInFile + bytes.count, live: live) {
+            return fileContent()
+        }
+        pending = []
+        dirty = false
+        recordsInFile += records.count
+        bytesInFile += bytes.count
+        return FileContent(bytes: bytes, flaggedThrough: flagged, whole: false)
+    }
+
+    /// `records` without those a later one of the same batch makes moot: an ack line followed
+    /// by another line for its id (the later one replaces it, or removes it). Confirmations
+    /// are all kept (each places its id among the remembered outcomes).
+    static func superseded(_ records: [FileRecord]) -> [FileRecord] {
+        var later: Set<String> = []
+        var out: [FileRecord] = []
+        for r in records.reversed() {
+            if r.delivered || !later.contains(r.ack.id) { out.append(r) }
+            later.insert(r.ack.id)
+        }
+        return out.reversed()
+    }
+
+    /// The whole file: first the confirmed outcomes remembered (`"delivered":true`, id and
+    /// status only), then one ack record per entry (rejections but final ones left out), the
+    /// newest `durableMax`, entries that may have been written with `"written":true`; then
+    /// marks the outbox clean (the pending records are in it).
     public mutating func fileContent() -> FileContent {
         dirty = false
+        rewrite = false
+        pending = []
         var kept: [Entry] = []
         for e in entries.reversed() where Self.isKeptInFile(e.ack) {
             kept.append(e)
@@ -241,20 +342,13 @@ public struct AckOutbox: Sendable {
         }
         var out: [UInt8] = []
         for (id, status) in delivered.inOrder {
-            var o = ProtocolCodec.object(.ack(Ack(id: id, status: status)))
-            // `written` too: a previous release reading this file takes it as an ack that
-            // only answers a redelivery (and is dropped at the first pong), never resent.
-            o["written"] = .bool(true)
-            o["delivered"] = .bool(true)
-            JSON.write(.object(o), into: &out)
-            out.append(0x0A)
+            FileRecord(ack: Ack(id: id, status: status), written: true, delivered: true).encode(into: &out)
         }
         for e in kept.reversed() {
-            var o = ProtocolCodec.object(.ack(e.ack))
-            if e.seq <= flagged { o["written"] = .bool(true) }
-            JSON.write(.object(o), into: &out)
-            out.append(0x0A)
+            FileRecord(ack: e.ack, written: e.seq <= flagged, delivered: false).encode(into: &out)
         }
+        recordsInFile = delivered.count + kept.count
+        bytesInFile = out.count
         return FileContent(bytes: out, flaggedThrough: flagged)
     }
 
@@ -268,8 +362,13 @@ public struct AckOutbox: Sendable {
         onDisk = max(onDisk, min(mark, flagged))
     }
 
-    /// The file write failed: the next attempt writes again.
-    public mutating func markDirty() { dirty = true }
+    /// The file write failed (or the file read at start is to be compacted): the next attempt
+    /// writes the file whole. An append may be missing from the file, or cut short (the
+    /// store truncates it back, but a power cut could come first).
+    public mutating func markDirty() {
+        dirty = true
+        rewrite = true
+    }
 
     /// How many acks `encodeForFile` leaves out.
     public var notDurable: Int { max(0, entries.count - durableMax) }
@@ -361,6 +460,9 @@ public struct AckOutbox: Sendable {
             seqOf[e.ack.id] = nil
             if e.seq > staleThrough { deliveredHere[e.ack.id] = e.ack.status }
             if e.ack.status != .rejected { delivered[e.ack.id] = e.ack.status }
+            if Self.isKeptInFile(e.ack) {
+                record(e.ack.status == .rejected ? .forget(e.ack.id) : FileRecord(ack: Ack(id: e.ack.id, status: e.ack.status), written: true, delivered: true))
+            }
         }
         entries.removeFirst(n)
         dirty = true
@@ -370,61 +472,154 @@ public struct AckOutbox: Sendable {
     public struct Loaded: Sendable, Equatable {
         public var acks: [Ack] = []
         /// Ids of the acks the file marks `"written":true` (sent, or about to be, and not
-        /// confirmed). A file of the previous release has no mark: all its acks count as unsent.
+        /// confirmed). A file of the release before marks existed has none: all its acks count
+        /// as unsent. A damaged file (`damaged`): all of them.
         public var written: Set<String> = []
         /// Confirmed outcomes (`"delivered":true` lines), oldest first: for the dedupe only.
         public var delivered: [Ack] = []
-        /// One per bad line (a torn write cannot happen with rename, a damaged card can).
+        /// One per bad line (a damaged card; a torn append is `torn`).
         public var problems: [String] = []
+        /// What was dropped after the last newline: an append cut short (power cut, full disk).
+        /// Nothing in it was sent (an ack goes out only once its append is fsynced), but a file
+        /// cut by damage looks the same: every ack restored counts as sent, as with `damaged`.
+        public var torn: String?
+        /// A complete record was unreadable (a damaged card): it may have been the mark that
+        /// some ack was sent, so every ack restored counts as sent (each answers the server's
+        /// redelivery of its order; none goes out unasked, so none is sent twice).
+        public var damaged = false
 
-        public init(acks: [Ack] = [], written: Set<String> = [], problems: [String] = []) {
-            (self.acks, self.written, self.problems) = (acks, written, problems)
+        public init(acks: [Ack] = [], written: Set<String> = [], problems: [String] = [], torn: String? = nil, damaged: Bool = false) {
+            (self.acks, self.written, self.problems, self.torn, self.damaged) = (acks, written, problems, torn, damaged)
         }
     }
 
-    /// Reads a file written by `fileContent` (or by the previous release: plain ack lines):
-    /// bad lines are reported and skipped, at most `durableMax` acks (the last ones) are kept.
-    /// Never fails.
+    /// The state read, as the whole file of the release before checksums (and appends) wrote
+    /// it: confirmed outcomes first, then the acks, `"written":true` where marked. For tests
+    /// that compare what a file means, whatever records it took to get there.
+    public static func plainText(_ l: Loaded) -> String {
+        var out: [UInt8] = []
+        for a in l.delivered {
+            var o = ProtocolCodec.object(.ack(a))
+            o["written"] = .bool(true)
+            o["delivered"] = .bool(true)
+            JSON.write(.object(o), into: &out)
+            out.append(0x0A)
+        }
+        for a in l.acks {
+            var o = ProtocolCodec.object(.ack(a))
+            if l.written.contains(a.id) { o["written"] = .bool(true) }
+            JSON.write(.object(o), into: &out)
+            out.append(0x0A)
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The lines of `bytes` with their checksum fields removed (tests).
+    static func withoutChecksums(_ bytes: [UInt8]) -> String {
+        bytes.split(separator: 0x0A, omittingEmptySubsequences: false).map { line -> String in
+            if case .success(let body)? = checkedBody(line) { return String(decoding: body, as: UTF8.self) }
+            return String(decoding: line, as: UTF8.self)
+        }.joined(separator: "\n")
+    }
+
+    /// `,"crc":"` + 8 hex digits + `"}`: the checksum field that ends a record.
+    static let crcSuffixCount = 18
+
+    /// The record's JSON without its checksum field, or nil when the line has none (a line of
+    /// a file from before checksums), or `.failure` when the checksum does not match.
+    static func checkedBody(_ line: ArraySlice<UInt8>) -> Result<[UInt8], CRCMismatch>? {
+        let n = line.count
+        guard n > crcSuffixCount else { return nil }
+        let tail = Array(line.suffix(crcSuffixCount))
+        guard tail.prefix(8).elementsEqual(#","crc":""#.utf8), tail.suffix(2).elementsEqual(#""}"#.utf8) else { return nil }
+        let digits = tail[8..<16]
+        guard digits.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else { return nil }
+        var body = Array(line.prefix(n - crcSuffixCount))
+        body.append(0x7D)
+        guard ControlStateCodec.hex(ControlStateCodec.crc32(body)).utf8.elementsEqual(digits) else { return .failure(CRCMismatch()) }
+        return .success(body)
+    }
+    struct CRCMismatch: Error {}
+
+    /// Replays a file written by `fileContent` and `takeFileWrite` (or a whole file of the
+    /// previous release: plain ack lines, no checksum). Records in order, the last one of an
+    /// id wins; a confirmation removes the id and remembers its outcome (the newest
+    /// `rememberMax`); at most `durableMax` acks (the last ones) are kept. Bytes after the last
+    /// newline are a torn append (`torn`, dropped); a bad complete line is reported and
+    /// skipped (`damaged`). Never fails.
     public static func decodeFile(_ bytes: [UInt8], durableMax: Int = 1000, rememberMax: Int = 1024) -> Loaded {
         var out = Loaded()
-        var framer = LineFramer()
+        let end = bytes.lastIndex(of: 0x0A).map { $0 + 1 } ?? 0
+        if end < bytes.count {
+            out.torn = "\(bytes.count - end) bytes after the last complete record"
+        }
+        let lines = bytes[..<end].split(separator: 0x0A, omittingEmptySubsequences: false).dropLast()
+        // A file is checksummed or not as a whole: a line without one among checksummed lines
+        // is damage (a checksum field mangled into something else), not a line to trust.
+        let checksummed = lines.contains { checkedBody($0) != nil }
+        // The acks in file order, with holes where a later record removed one (linear time
+        // for a file of thousands of records).
+        var kept: [(ack: Ack, written: Bool)?] = []
+        var at: [String: Int] = [:]
+        var delivered = RecentOutcomes<Ack.Status>(capacity: max(1, rememberMax))
+        func remove(_ id: String) {
+            if let i = at.removeValue(forKey: id) { kept[i] = nil }
+        }
         var lineNo = 0
-        var bytes = bytes
-        if bytes.last != 0x0A { bytes.append(0x0A) }  // a last line without newline is still judged
-        for item in framer.push(bytes) {
+        for line in lines {
             lineNo += 1
-            switch item {
-            case .tooLong(let n):
-                out.problems.append("line \(lineNo): \(n) bytes without a newline; the rest of the file is ignored")
-            case .line(let l):
-                let d = ProtocolCodec.decodeKeepingObject(l)
-                switch d.message {
-                case .success(.ack(let a)) where d.object?["delivered"] == .bool(true):
-                    out.delivered.append(a)
-                case .success(.ack(let a)):
-                    out.acks.append(a)
-                    switch d.object?["written"] {
-                    case nil, .bool(false)?: out.written.remove(a.id)
-                    case .bool(true)?: out.written.insert(a.id)
-                    case let v?:
-                        // Unreadable mark: the safe reading is "may have been sent" (it then
-                        // only answers a redelivery; never a second ack the server did not ask for).
-                        out.written.insert(a.id)
-                        out.problems.append("line \(lineNo): \"written\" must be true or false, got \(v.typeName); taken as true")
-                    }
-                case .success(let m): out.problems.append("line \(lineNo): a \(m.typeName) message, not an ack; skipped")
-                case .failure(let e): out.problems.append("line \(lineNo): \(e.message); skipped")
-                }
-            }
-            if out.problems.count > 20 {
+            if out.problems.count >= 20 {
                 out.problems.append("more than 20 bad lines; the rest of the file is ignored")
+                out.damaged = true
                 break
             }
+            let body: [UInt8]
+            switch checkedBody(line) {
+            case .success(let b)?: body = b
+            case .failure?:
+                out.problems.append("line \(lineNo): checksum does not match (\(line.count) bytes); skipped")
+                out.damaged = true
+                continue
+            case nil where checksummed:
+                out.problems.append("line \(lineNo): no checksum in a checksummed file (\(line.count) bytes); skipped")
+                out.damaged = true
+                continue
+            case nil: body = Array(line)
+            }
+            let d = ProtocolCodec.decodeKeepingObject(body)
+            switch d.message {
+            case .success(.ack(let a)) where d.object?["delivered"] == .bool(true):
+                remove(a.id)
+                if a.status != .rejected { delivered[a.id] = a.status }
+            case .success(.ack(let a)):
+                var written = false
+                switch d.object?["written"] {
+                case nil, .bool(false)?: break
+                case .bool(true)?: written = true
+                case let v?:
+                    // Unreadable mark: the safe reading is "may have been sent" (it then
+                    // only answers a redelivery; never a second ack the server did not ask for).
+                    written = true
+                    out.problems.append("line \(lineNo): \"written\" must be true or false, got \(v.typeName); taken as true")
+                }
+                remove(a.id)
+                at[a.id] = kept.count
+                kept.append((a, written))
+            case .success(let m):
+                out.problems.append("line \(lineNo): a \(m.typeName) message, not an ack; skipped")
+                out.damaged = true
+            case .failure(let e):
+                out.problems.append("line \(lineNo): \(e.message); skipped")
+                out.damaged = true
+            }
         }
-        if out.acks.count > durableMax { out.acks.removeFirst(out.acks.count - durableMax) }
-        if out.delivered.count > rememberMax { out.delivered.removeFirst(out.delivered.count - rememberMax) }
-        let kept = Set(out.acks.map(\.id))
-        out.written.formIntersection(kept)
+        let acks = kept.compactMap { $0 }.suffix(max(1, durableMax))
+        out.acks = acks.map(\.ack)
+        // A torn or damaged file may lack the record that marked an ack sent: all count as sent
+        // (each answers the server's redelivery of its order; none goes out unasked).
+        let unsure = out.damaged || out.torn != nil
+        out.written = Set(acks.filter { $0.written || unsure }.map(\.ack.id))
+        out.delivered = delivered.inOrder.map { Ack(id: $0.id, status: $0.value) }
         return out
     }
 
