@@ -259,6 +259,9 @@ public final class MQTTLink: OrderLinking {
         var unauthenticated = 0
         var otherTopics = 0
         var oversize = 0
+        /// A final rejection went into the outbox during this batch: the file is written
+        /// before the batch's PUBACKs may leave.
+        var rejectionsToWrite = false
     }
 
     private func session(_ client: MosquittoClient, _ server: ServerAddress, v5: Bool, tls: MQTTTLSCheck?,
@@ -532,8 +535,18 @@ public final class MQTTLink: OrderLinking {
                 // that came first keeps its answer (chaos seed 34641, v1).
                 guard let answer = inbox.answer(rejected: ack) else { continue }
                 ackStore.with { _ = $0.add(answer) }
+                conn.rejectionsToWrite = true
                 if answer.status == .rejected { onEvent(.rejected(answer, answered: true)) }
             }
+        }
+        if conn.rejectionsToWrite {
+            // The malformed order is in no journal and its PUBACK leaves at the next loopWrite
+            // (libmosquitto's threaded mode only queues it): after that the broker never
+            // delivers it again, so its rejection is appended and fsynced here, on this
+            // thread, not left to the outbox's writer (a SIGKILL in between lost the order's
+            // only answer). One append per batch, only in a batch with a rejection.
+            conn.rejectionsToWrite = false
+            ackStore.persist()
         }
         if !stopping { publishPresence(client, &conn, v5: v5) }
         return end
@@ -595,6 +608,7 @@ public final class MQTTLink: OrderLinking {
                     log.warning("order rejected: \(r.reason.rawValue)", ["server": url, "id": o.id, "reason": r.reason.rawValue, "error": r.message])
                 }
                 ackStore.with { _ = $0.add(Ack(id: o.id, status: .rejected, reason: r.reason.rawValue, message: r.message)) }
+                conn.rejectionsToWrite = true
                 return nil
             }
             return .entry(.order(o))

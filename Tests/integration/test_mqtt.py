@@ -551,6 +551,40 @@ def test_the_order_is_on_disk_before_its_puback_leaves_and_a_kill_at_that_moment
         b.close()
 
 
+def test_a_malformed_order_s_rejection_is_on_disk_before_its_puback_leaves_and_a_kill_then_loses_nothing(box):
+    # Issue 35: a malformed order is in no journal, and once the broker has its PUBACK it never
+    # delivers it again. Killed at that moment, the box must already have the rejection in its
+    # ack outbox file, and publish it after the restart.
+    b = Broker311('{"type":"order","id":"BAD-1","kind":"new_customer","number":1000000}')
+    outbox = box.tmp / "state.acks"
+    seen = {}
+    try:
+        box.write_conf("device.id = box1\nserver = mqtt://127.0.0.1:%d\nstate.path = %s\nstatus.on_start = off\n"
+                       "mqtt.protocol = 3.1.1\n" % (b.port, box.tmp / "state"))
+        crier = run_box(box)
+
+        def at_puback():
+            os.kill(crier.p.pid, signal.SIGKILL)
+            seen["outbox"] = outbox.read_text() if outbox.exists() else ""
+        b.on_puback = at_puback
+        crier.p.wait(30)
+        assert '"id":"BAD-1","status":"rejected","reason":"invalid_order"' in seen.get("outbox", ""), seen
+        b.on_puback = None
+        before = len([p for p in b.published if p[0] == "crier/box1/acks"])
+        crier = run_box(box)
+        try:
+            end = time.monotonic() + 20
+            while time.monotonic() < end and len([p for p in b.published if p[0] == "crier/box1/acks"]) == before:
+                time.sleep(0.05)
+        finally:
+            assert crier.stop() == 0
+        acks = [p[1] for p in b.published if p[0] == "crier/box1/acks"]
+        assert len(acks) > before, b.published
+        assert all('"id":"BAD-1","status":"rejected","reason":"invalid_order"' in a for a in acks), acks
+    finally:
+        b.close()
+
+
 def test_bad_messages_on_the_order_topic_are_refused_and_the_next_order_is_still_said(box, broker):
     sub = broker.subscriber("crier/box1/acks")
     box_conf(box, broker)
