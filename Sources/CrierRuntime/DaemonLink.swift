@@ -28,13 +28,20 @@ extension Daemon {
     func makeLink() -> any OrderLinking {
         let cont = linkEvents
         let l: any OrderLinking
+        // TEST ONLY (scripts/soak.sh): CRIER_TEST_LINK_SPEED compresses the reconnect backoff.
+        let testSpeed = LinkTestSpeed(value: FileIO.env(LinkTestSpeed.variable), server: config.link.server)
+        if let m = testSpeed.message {
+            if testSpeed.refused { log.error(m) } else { log.warning(m) }
+        }
         if config.link.server?.isMQTT == true {
             var options = MQTTLink.Options()
+            options.backoff = testSpeed.backoff(options.backoff)
             options.ackStore = ackStore
             options.inbox = inboxStore
             l = MQTTLink(config: config.link, deviceID: config.deviceID, log: hub.logger("link"), options: options) { cont?.yield($0) }
         } else {
             var options = OrderLink.Options()
+            options.backoff = testSpeed.backoff(options.backoff)
             options.ackStore = ackStore
             options.software = CrierVersion.string
             l = OrderLink(config: config.link, deviceID: config.deviceID, log: hub.logger("link"), options: options) { cont?.yield($0) }

@@ -48,12 +48,19 @@ PER_YEAR = {"drop": 1000, "server_restart": 1000, "reload": 200, "sigkill": 50, 
 # Restarting events stay out of this share of the run, so one process lives through half of the
 # orders: a leak cannot hide behind restarts (its RSS is what the growth rule reads).
 LONG_LIFE = (0.3, 0.8)
-# Link drops and server restarts are not compressed below this spacing: the reconnect backoff
-# resets only after a connection has been up 10 s (ReconnectBackoff.healthyAfter, real time), so
-# drops closer together are a link flapping for good (backoff up to 30 s), not a year of
-# separate drops hours apart. One link event per 12 s: ~300 in an hour; the year's 2 000 take
-# --minutes 400 (docs/benchmarks.md, "Soak").
-LINK_GAP_S = 12.0
+# Link drops and server restarts at real pace need ~12 s each: the reconnect backoff resets only
+# after a connection has been up 10 s (ReconnectBackoff.healthyAfter), so drops closer together
+# are a link flapping for good (backoff up to 30 s), not a year of separate drops hours apart.
+# The soak divides the link's timeline by LINK_SPEED (--link-speed): the daemon's backoff by
+# CRIER_TEST_LINK_SPEED (test-only, loopback servers only: LinkTestSpeed), the harness's gap
+# between link events and a server's time down (2-15 s at real pace) by the same factor. Each
+# event still goes through the whole path (loss seen, refused connects while a server is down,
+# backoff, connect, handshake, redelivery, acks sent again); only the waits shrink. At 20:
+# first retry within 25 ms, reset after 0.5 s up, events at most one per 0.6 s (the year's
+# 2 000 fit an hour: one per 1.8 s); docs/benchmarks.md, "Soak".
+LINK_SPEED = 20.0
+LINK_GAP_REAL_S = 12.0
+SERVER_DOWN_REAL_S = (2.0, 15.0)
 
 # "Unbounded" (what fails the run, CI included): over the long-lived process after its first 20 %
 # of orders (warm-up: arenas, caches, the first coalesced groups), the median anonymous memory of
@@ -381,9 +388,9 @@ class Soak:
         self.data = a.data_dir or os.path.join(self.tmp, "data")
         os.makedirs(self.data, exist_ok=True)
         self.env = dict(os.environ, XDG_CONFIG_HOME=os.path.join(self.tmp, "xdg"),
-                        CRIER_TEST_AUDIO_SPEED=str(a.speed))
+                        CRIER_TEST_AUDIO_SPEED=str(a.speed), CRIER_TEST_LINK_SPEED=str(a.link_speed))
         self.env.pop("NOTIFY_SOCKET", None)
-        self.rec = {"seed": a.seed, "config": {"soak": True, "speed": a.speed}, "orders": {}, "server": [],
+        self.rec = {"seed": a.seed, "config": {"soak": True, "speed": a.speed, "link_speed": a.link_speed}, "orders": {}, "server": [],
                     "segments": [], "actions": []}
         self.conf = os.path.join(self.tmp, "crier.conf")
         self.pack = make_pack(self.tmp, CRIER, self.env)
@@ -503,10 +510,10 @@ class Soak:
     def schedule(self, active):
         scale = self.a.orders / YEAR_ORDERS
         ev = []
-        # Link events on a jittered grid at least LINK_GAP_S apart, drops and restarts alternating
-        # at random.
+        # Link events on a jittered grid at least LINK_GAP_REAL_S / --link-speed apart, drops and
+        # restarts alternating at random.
         want = round((PER_YEAR["drop"] + PER_YEAR["server_restart"]) * scale)
-        n_link = max(2, min(want, int(active / LINK_GAP_S)))
+        n_link = max(2, min(want, int(active / (LINK_GAP_REAL_S / self.a.link_speed))))
         self.link_plan = (want, n_link)
         step = active / n_link
         for i in range(n_link):
@@ -541,7 +548,8 @@ class Soak:
                 self.act("drop")
                 self.srv.close_all()
             elif what == "server_restart":
-                d = 0.2 + 1.3 * x
+                lo, hi = SERVER_DOWN_REAL_S
+                d = (lo + (hi - lo) * x) / self.a.link_speed
                 self.act("server_restart", seconds=d)
                 self.srv.stop()
                 time.sleep(d)
@@ -829,8 +837,8 @@ def report(s, fails, t_orders, idle, end):
     print("  data directory at the end: %d B in %d files (%d B allocated; %s, preallocated once, not counted)" % (
         end["data_bytes"], end["data_files"], end["data_alloc"], RESERVE))
     want, n_link = s.link_plan
-    print("  link events: %d drops and server restarts (%d for this share of the year; at most one per %.0f s of wall time, "
-          "see LINK_GAP_S)" % (n_link, want, LINK_GAP_S))
+    print("  link events: %d drops and server restarts (%d for this share of the year; at most one per %.2f s of wall time: "
+          "the link's timeline %gx, see LINK_SPEED)" % (n_link, want, LINK_GAP_REAL_S / a.link_speed, a.link_speed))
     gaps = sum(1 for seg in segs for l in seg["log"] if ARTEFACT in l)
     print("  '%s' warnings: %d (the compression: splicing must keep up with a clock %gx real time; not in the log "
           "bytes)" % (ARTEFACT, gaps, a.speed))
@@ -884,6 +892,9 @@ def main():
     ap.add_argument("--mqtt", action="store_true", help="through mosquitto (a broker of its own on loopback)")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--speed", type=float, default=100, help="CRIER_TEST_AUDIO_SPEED (default 100)")
+    ap.add_argument("--link-speed", type=float, default=LINK_SPEED,
+                    help="CRIER_TEST_LINK_SPEED: the reconnect backoff, the gap between link events and a server's "
+                         "time down divided by this (default %g; 1: real pace, one link event per 12 s)" % LINK_SPEED)
     ap.add_argument("--sample-seconds", type=float, default=60)
     ap.add_argument("--idle-seconds", type=float, default=300, help="the idle measurement at the end (card wear)")
     ap.add_argument("--paced-orders", type=int, default=30, help="card wear at a shop's pace: orders said one by one at the end")
