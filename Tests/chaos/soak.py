@@ -61,6 +61,11 @@ LONG_LIFE = (0.3, 0.8)
 LINK_SPEED = 20.0
 LINK_GAP_REAL_S = 12.0
 SERVER_DOWN_REAL_S = (2.0, 15.0)
+# MQTT: after a broker restart the harness publishes again the open orders published from this
+# long before the stop on; any order without a final ack this long after its last publish is
+# published again (an order server's answer timeout). MQTTServer.listen says why.
+REPUBLISH_LOOKBACK_S = 5.0
+ANSWER_TIMEOUT_S = 120.0
 
 # "Unbounded" (what fails the run, CI included): over the long-lived process after its first 20 %
 # of orders (warm-up: arenas, caches, the first coalesced groups), the median anonymous memory of
@@ -254,6 +259,9 @@ class MQTTServer:
         self.lock = threading.RLock()
         self.orders, self.final, self.open = {}, {}, {}
         self.dup_acks = 0
+        self.sent_at = {}         # id -> monotonic time of its last publish
+        self.stopped_at = None
+        self.republished = 0
         self.dir = os.path.join(tmp, "broker")
         os.makedirs(self.dir)
         with socket.socket() as s:
@@ -268,6 +276,14 @@ class MQTTServer:
         self.port = self.proxy.port
         self.pub = self.sub = None
         self.start_clients()
+        self.closed = False
+        threading.Thread(target=self._stale_loop, daemon=True).start()
+
+    def _stale_loop(self):
+        while not self.closed:
+            time.sleep(5)
+            if self.up:
+                self.resend_stale()
 
     def start_broker(self):
         self.broker = subprocess.Popen([MOSQUITTO, "-c", os.path.join(self.dir, "mosquitto.conf")],
@@ -327,6 +343,8 @@ class MQTTServer:
                 except (OSError, ValueError):
                     time.sleep(0.5)
             self.rec["server"].append({"t": time.time(), "conn": 0, "dir": "send", "msg": m, "event": None})
+            if m.get("type") == "order":
+                self.sent_at[m["id"]] = time.monotonic()
 
     def add(self, m):
         with self.lock:
@@ -350,27 +368,47 @@ class MQTTServer:
 
     def stop(self):
         with self.lock:
+            self.stopped_at = time.monotonic()
             self.broker.send_signal(signal.SIGTERM)
             self.broker.wait(10)
 
     def listen(self):
         """The broker back, publisher and subscriber reconnected; every order without a final ack
-        is published again (what an order server does after losing its broker: orders published
-        into the dead connection are gone). The box answers each delivery."""
+        that the old broker may not have taken is published again: those published from
+        REPUBLISH_LOOKBACK_S before the stop on (still in mosquitto_pub's pipe, or published into
+        the dead connection), as an order server does after losing its broker. Older ones are in
+        the broker's persisted queue for the box (persistence, QoS 1, the box's persistent
+        session); an order left without an answer is published again after ANSWER_TIMEOUT_S
+        (`resend_stale`). Republishing every open order at each restart (the first harness)
+        turned the compressed year's backlog into a redelivery storm: docs/benchmarks.md, "Soak"."""
         with self.lock:
             self.start_broker()
             for p in (self.pub, self.sub):
                 p.kill()
                 p.wait()
             self.start_clients()
+            since = (self.stopped_at or 0) - REPUBLISH_LOOKBACK_S
             for oid in list(self.open):
-                self.send(self.orders[oid])
+                if self.sent_at.get(oid, 0) >= since:
+                    self.republished += 1
+                    self.send(self.orders[oid])
+
+    def resend_stale(self):
+        """An order server's answer timeout: an order with no final ack ANSWER_TIMEOUT_S after it
+        was last published is published again (a lost publish, a lost ack)."""
+        now = time.monotonic()
+        with self.lock:
+            for oid in list(self.open):
+                if now - self.sent_at.get(oid, now) > ANSWER_TIMEOUT_S:
+                    self.republished += 1
+                    self.send(self.orders[oid])
 
     @property
     def up(self):
         return self.broker.poll() is None
 
     def shutdown(self):
+        self.closed = True
         for p in (self.pub, self.sub, self.broker):
             if p and p.poll() is None:
                 p.kill()
@@ -873,7 +911,7 @@ def report(s, fails, t_orders, idle, end):
             if p.get("device_bytes") is not None else ""))
     if a.mqtt:
         print("  mqtt: %d final acks received again; %d orders answered more often than the harness published them "
-              "(QoS 1 redeliveries by the broker: counted, not judged)" % (s.srv.dup_acks, len(getattr(s, "answered_again", []))))
+              "(QoS 1 redeliveries by the broker: counted, not judged); %d orders published again by the harness" % (s.srv.dup_acks, len(getattr(s, "answered_again", [])), s.srv.republished))
     by = {}
     for fl in fails:
         by.setdefault(fl.invariant, []).append(fl)
