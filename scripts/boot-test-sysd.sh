@@ -121,4 +121,7 @@ for u in crier.service crier-config.service crier-setup-ap.service crier-reboot.
 done
 say "d: $(awk -v a="$t" -v b="$(since)" 'BEGIN { printf "%.1f", b - a }') s for 10 units"
 
+# ---- e. crier-hostname (sandboxed: CAP_SYS_ADMIN only, no network, read-only system) -------------
+say "e: crier-hostname.service $(systemctl show -P Result crier-hostname.service)/$(systemctl is-active crier-hostname.service), host name $(cat /proc/sys/kernel/hostname)"
+
 say "end: system $(systemctl is-system-running), failed units: [$(systemctl --failed --no-legend --plain | cut -d' ' -f1 | paste -sd' ')], jobs: [$(joblist)], EROFS lines: $(journalctl -b --no-pager -o cat | grep -ci 'read-only file system'); $(since) s in all"

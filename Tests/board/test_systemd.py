@@ -333,13 +333,13 @@ IMAGE_UNITS = ROOT / "image/rootfs/etc/systemd/system"
 # The services that run on crier's behalf or with what a phone or the network sends: each is
 # sandboxed and scores an exposure <= MAX_EXPOSURE. The setup hotspot's is root with CAP_NET_*
 # (hostapd, dnsmasq, wpa_supplicant): docs/setup.md#6-no-network-yet-the-setup-hotspot.
-HARDENED = [SYSTEMD / "crier.service", SYSTEMD / "crier-config.service", IMAGE_UNITS / "crier-setup-ap.service"]
+HARDENED = [SYSTEMD / "crier.service", SYSTEMD / "crier-config.service", IMAGE_UNITS / "crier-setup-ap.service",
+            IMAGE_UNITS / "crier-hostname.service"]
 # Root services left unsandboxed, and why: none takes input from crier's requests beyond a
 # file's existence, or from the network.
 NOT_SANDBOXED = {
     "crier-reboot.service": "systemctl reboot when crier's request file appears; nothing read from it",
     "crier-growdata.service": "first boot: grows the data partition (parted, resize2fs need the block device)",
-    "crier-hostname.service": "boot: the host name from device.id (writes /proc/sys/kernel/hostname)",
     "crier-image-layout.service": "boot: reports the read-only root and data layout on the console",
     "crier-mark-good.service": "boot: commits the booted RAUC slot, or rolls back",
     "crier-wifi-config.service": "writes the supplicant file from crier.conf (crier's checked parser) into /run/crier-wifi",
