@@ -543,7 +543,9 @@ if ((HAVE_CRIER)); then
   t=$(wait_for 'runtime: ready' 300) || fail "no 'runtime: ready' from crier on serial0"
   # The host's wait_for returns when it LOOKS (after the probe, the lines may be older); the
   # console line's kernel timestamp is the guest's uptime when crier said it: that is reported.
-  up_ready="$(tr -d '\r' < "$SERIAL" | grep -m1 'runtime: ready' | sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p')"
+  # (The "|| true": grep -m1 stops reading, and once the log outgrows a pipe's buffer tr gets
+  # SIGPIPE; with pipefail and set -e the bare pipeline here ended the whole test with status 141.)
+  up_ready="$( { tr -d '\r' < "$SERIAL" | grep -m1 'runtime: ready' || true; } | sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p')"
   T_READY="${up_ready:-$t}"
   say "crier ready after ${t}s: $(line 'runtime: ready' | cut -c1-120)"
   t=$(wait_for 'crier-boot-order: sending order' 300) || fail "the in-guest order-sim saw no crier connect (no 'crier-boot-order: sending order' line)"
