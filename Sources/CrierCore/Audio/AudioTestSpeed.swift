@@ -16,7 +16,7 @@ public struct AudioTestSpeed: Sendable, Equatable {
 
     /// `value`: the variable's value (nil: unset); `device`: audio.device.
     public init(value: String?, device: String) {
-        let raw = String((value ?? "").drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+        let raw = TestSpeedValue.trimmed(value)
         guard !raw.isEmpty else {
             factor = 1
             message = nil
@@ -31,11 +31,10 @@ public struct AudioTestSpeed: Sendable, Equatable {
                 + "audio plays in real time; unset it (it belongs to scripts/soak.sh, never to a box)"
             return
         }
-        guard let f = Double(raw), f.isFinite, Self.range.contains(f) else {
+        guard let f = TestSpeedValue.factor(raw, in: Self.range) else {
             factor = 1
             refused = true
-            message = "\(name)=\(raw) is not a speed factor from \(Int(Self.range.lowerBound)) to \(Int(Self.range.upperBound)); "
-                + "audio plays in real time; unset it (test-only, for scripts/soak.sh)"
+            message = TestSpeedValue.notAFactor(name: name, raw: raw, range: Self.range, pace: "audio plays in real time")
             return
         }
         factor = f

@@ -19,7 +19,7 @@ public struct LinkTestSpeed: Sendable, Equatable {
 
     /// `value`: the variable's value (nil: unset); `server`: the configured server (nil: none).
     public init(value: String?, server: ServerAddress?) {
-        let raw = String((value ?? "").drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+        let raw = TestSpeedValue.trimmed(value)
         guard !raw.isEmpty else {
             factor = 1
             message = nil
@@ -35,11 +35,10 @@ public struct LinkTestSpeed: Sendable, Equatable {
                 + "unset it (it belongs to scripts/soak.sh, never to a box)"
             return
         }
-        guard let f = Double(raw), f.isFinite, Self.range.contains(f) else {
+        guard let f = TestSpeedValue.factor(raw, in: Self.range) else {
             factor = 1
             refused = true
-            message = "\(name)=\(raw) is not a speed factor from \(Int(Self.range.lowerBound)) to \(Int(Self.range.upperBound)); "
-                + "the reconnect backoff runs at its real pace; unset it (test-only, for scripts/soak.sh)"
+            message = TestSpeedValue.notAFactor(name: name, raw: raw, range: Self.range, pace: "the reconnect backoff runs at its real pace")
             return
         }
         factor = f
