@@ -13,17 +13,6 @@
 BENCH_FS_N=$(sed -n "s/^CRIER_VM_BENCH_N='\([0-9]*\)'$/\1/p" "$RESULTS/job.env")   # vm-test.sh CRIER_VM_BENCH_N
 : "${BENCH_FS_N:=5}"
 VOICE=cmn-latn-pinyin RATE=350 PITCH=40 AMP=100   # as scripts/bench/bench.py
-onset_ms() {  # WAV META: ms from the mark to the first sample above 1 % FS, or "none"
-  python3 - "$1" "$2" "$REPO/scripts/vm/lib" <<'PY'
-import json, sys
-sys.path.insert(0, sys.argv[3])
-import wav
-rate, x = wav.load(sys.argv[1])
-mark = json.load(open(sys.argv[2]))["mark_sample"]
-hit = next((i for i in range(mark or 0, len(x)) if abs(x[i]) > 0.01), None) if mark is not None else None
-print("none" if hit is None else "%.1f" % ((hit - mark) * 1000 / rate))
-PY
-}
 side() {  # side WHO: every text, BENCH_FS_N + 1 times
   local who=$1 label i f ms
   for label in one ten long; do

@@ -134,6 +134,20 @@ crier_stop() {
   CRIER_PID=
 }
 
+# onset_ms WAV META: ms from a capture's mark to its first sample above 1 % of full scale, or
+# "none" (the first-sound figure of the benchmark's and the loaded scenario's captures).
+onset_ms() {  # WAV META: ms from the mark to the first sample above 1 % FS, or "none"
+  python3 - "$1" "$2" "$REPO/scripts/vm/lib" <<'PY'
+import json, sys
+sys.path.insert(0, sys.argv[3])
+import wav
+rate, x = wav.load(sys.argv[1])
+mark = json.load(open(sys.argv[2]))["mark_sample"]
+hit = next((i for i in range(mark or 0, len(x)) if abs(x[i]) > 0.01), None) if mark is not None else None
+print("none" if hit is None else "%.1f" % ((hit - mark) * 1000 / rate))
+PY
+}
+
 # capture ARGS...: scripts/vm/lib/capture.py on hw:Loopback,1 with the playback's parameters.
 capture() {
   python3 "$REPO/scripts/vm/lib/capture.py" --device hw:Loopback,1 --params "$PCM_PARAMS" "$@"

@@ -24,17 +24,6 @@ LOAD_PID=$!
 sleep 2
 kill -0 "$LOAD_PID" || fail "stress-ng exited at once"
 say "load: stress-ng --cpu 2 --cpu-method all (pid $LOAD_PID) for $SECS s; $(cut -d' ' -f1-3 /proc/loadavg)"
-onset_ms() {  # WAV META: ms from the mark to the first sample above 1 % FS, or "none"
-  python3 - "$1" "$2" "$REPO/scripts/vm/lib" <<'PY'
-import json, sys
-sys.path.insert(0, sys.argv[3])
-import wav
-rate, x = wav.load(sys.argv[1])
-mark = json.load(open(sys.argv[2]))["mark_sample"]
-hit = next((i for i in range(mark or 0, len(x)) if abs(x[i]) > 0.01), None) if mark is not None else None
-print("none" if hit is None else "%.1f" % ((hit - mark) * 1000 / rate))
-PY
-}
 : > "$RESULTS/loaded.txt"
 n=0 heard=0 end=$((SECONDS + SECS))
 while ((SECONDS < end)); do
