@@ -518,23 +518,29 @@ def test_a_broker_that_refuses_mqtt5_gets_mqtt311_and_the_order_is_still_spoken_
         b.close()
 
 
+def killed_at_puback(box, b, path):
+    """The box (MQTT 3.1.1 to `b`) SIGKILLed as `b` sends its PUBACK; returns the dead box and
+    the text of `path` at that very moment ("" when missing)."""
+    box.write_conf("device.id = box1\nserver = mqtt://127.0.0.1:%d\nstate.path = %s\nstatus.on_start = off\n"
+                   "mqtt.protocol = 3.1.1\n" % (b.port, box.tmp / "state"))
+    crier = run_box(box)
+    seen = {}
+
+    def at_puback():
+        os.kill(crier.p.pid, signal.SIGKILL)
+        seen["text"] = path.read_text() if path.exists() else ""
+    b.on_puback = at_puback
+    crier.p.wait(30)
+    return crier, seen.get("text", "")
+
+
 def test_the_order_is_on_disk_before_its_puback_leaves_and_a_kill_at_that_moment_loses_nothing(box):
     # The broker side sees the PUBACK, and at that very moment the box is killed: from then on
     # no broker would deliver the order again. The inbox must already hold it.
     b = Broker311(order("PA-1"))
-    inbox = box.tmp / "state.inbox"
-    seen = {}
     try:
-        box.write_conf("device.id = box1\nserver = mqtt://127.0.0.1:%d\nstate.path = %s\nstatus.on_start = off\n"
-                       "mqtt.protocol = 3.1.1\n" % (b.port, box.tmp / "state"))
-        crier = run_box(box)
-
-        def at_puback():
-            os.kill(crier.p.pid, signal.SIGKILL)
-            seen["inbox"] = inbox.read_text() if inbox.exists() else ""
-        b.on_puback = at_puback
-        crier.p.wait(30)
-        assert '"id":"PA-1"' in seen.get("inbox", ""), seen
+        crier, seen = killed_at_puback(box, b, box.tmp / "state.inbox")
+        assert '"id":"PA-1"' in seen, seen
         assert not [l for l in crier.lines() if "alert: spoken id=PA-1" in l]
         b.on_puback = None
         crier = run_box(box)
@@ -556,19 +562,9 @@ def test_a_malformed_order_s_rejection_is_on_disk_before_its_puback_leaves_and_a
     # delivers it again. Killed at that moment, the box must already have the rejection in its
     # ack outbox file, and publish it after the restart.
     b = Broker311('{"type":"order","id":"BAD-1","kind":"new_customer","number":1000000}')
-    outbox = box.tmp / "state.acks"
-    seen = {}
     try:
-        box.write_conf("device.id = box1\nserver = mqtt://127.0.0.1:%d\nstate.path = %s\nstatus.on_start = off\n"
-                       "mqtt.protocol = 3.1.1\n" % (b.port, box.tmp / "state"))
-        crier = run_box(box)
-
-        def at_puback():
-            os.kill(crier.p.pid, signal.SIGKILL)
-            seen["outbox"] = outbox.read_text() if outbox.exists() else ""
-        b.on_puback = at_puback
-        crier.p.wait(30)
-        assert '"id":"BAD-1","status":"rejected","reason":"invalid_order"' in seen.get("outbox", ""), seen
+        crier, seen = killed_at_puback(box, b, box.tmp / "state.acks")
+        assert '"id":"BAD-1","status":"rejected","reason":"invalid_order"' in seen, seen
         b.on_puback = None
         before = len([p for p in b.published if p[0] == "crier/box1/acks"])
         crier = run_box(box)
