@@ -107,6 +107,12 @@ public actor Daemon {
         updateLog = hub.logger("update")
     }
 
+    /// `SpeechEngine.guardCrashes`: a text that ends crier inside espeak-ng twice in a row is
+    /// refused instead of ending it at every redelivery.
+    nonisolated func guardSpeechCrashes(dir: String, testAbort: String?) {
+        pipeline.speech.guardCrashes(dir: dir, testAbort: testAbort)
+    }
+
     static func now() -> Double { Monotonic.now() }
 
     // MARK: lifecycle

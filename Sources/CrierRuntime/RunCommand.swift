@@ -117,6 +117,10 @@ public enum RunCommand {
         }
 
         let power = await RunPower.start(config: config, daemon: daemon, reload: reloadedAt != nil, log: log, view: powerView)
+        if let dir = control.map({ FileIO.directory(of: $0.path) }) {
+            // Before anything is said. TEST ONLY: CRIER_TEST_SPEECH_ABORT (test_security.py).
+            daemon.guardSpeechCrashes(dir: dir, testAbort: FileIO.env("CRIER_TEST_SPEECH_ABORT"))
+        }
         await daemon.start()
         await daemon.setRuntimeDir(control.map { FileIO.directory(of: $0.path) })
         let web = LocalPage.start(config: config, configPath: ctx.loaded.path, daemon: daemon,

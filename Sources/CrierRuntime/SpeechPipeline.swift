@@ -36,6 +36,8 @@ public struct SpeechPipeline: Sendable {
         if r.replaced > 0 {
             log.info("control characters removed from text", ["count": r.replaced])
         }
+        logLeftOut(r.leftOut, lang: r.utterance.lang)
+        logBroken(r.brokenWords)
         return r.utterance
     }
 
@@ -43,6 +45,8 @@ public struct SpeechPipeline: Sendable {
     public func wordParts(_ content: AnnouncementContent, lang: Lang? = nil, overrideText: String? = nil) -> [Utterance] {
         let rs = announcer.announceParts(content, lang: lang ?? config.speech.lang, overrideText: overrideText)
         let truncated = rs.reduce(0) { $0 + $1.truncated }, replaced = rs.reduce(0) { $0 + $1.replaced }
+        logLeftOut(rs.reduce(0) { $0 + $1.leftOut }, lang: lang ?? config.speech.lang)
+        logBroken(rs.reduce(0) { $0 + $1.brokenWords })
         if truncated > 0 {
             log.warning("text cut to speech.max_chars", ["max": config.speech.maxChars, "dropped_chars": truncated])
         }
@@ -50,6 +54,18 @@ public struct SpeechPipeline: Sendable {
             log.info("control characters removed from text", ["count": replaced])
         }
         return rs.map(\.utterance)
+    }
+
+    private func logLeftOut(_ n: Int, lang: Lang) {
+        guard n > 0 else { return }
+        log.info("characters of scripts the \(lang.rawValue) voice does not read left out of the text (Greek, Hebrew, Arabic, Indic, Georgian, Korean; docs/speech.md)",
+                 ["count": n])
+    }
+
+    private func logBroken(_ n: Int) {
+        guard n > 0 else { return }
+        log.info("words longer than \(TextSanitizer.maxWordScalars) characters said in pieces (espeak-ng overruns its word buffers; docs/speech.md)",
+                 ["count": n])
     }
 
     /// The parts synthesized one by one and joined; `ends[i]` is the frame just past part i.

@@ -17,6 +17,9 @@ public enum SpeechError: Error, Sendable, Equatable, CustomStringConvertible {
     case cancelled
     /// The process could not start the speech thread (out of threads or memory).
     case noThread(String)
+    /// crier ended inside the synthesis of this text `times` times in a row in this boot
+    /// (`SynthesisCrashGuard`): it is not given to espeak-ng again until a reboot.
+    case crashedBefore(times: Int, text: String)
 
     public var description: String {
         switch self {
@@ -28,6 +31,8 @@ public enum SpeechError: Error, Sendable, Equatable, CustomStringConvertible {
         case .shutDown: "the speech engine has stopped"
         case .cancelled: "speech synthesis was cancelled"
         case .noThread(let why): "cannot start the speech thread (\(why)); crier exits so systemd restarts it"
+        case .crashedBefore(let n, let t):
+            "crier ended inside espeak-ng \(n) times in a row synthesizing this text (starts \"\(t.prefix(40))\"); it is not synthesized again until a reboot (docs/speech.md, \"A text that crashes the synthesizer\")"
         }
     }
 }
@@ -80,6 +85,16 @@ public final class SpeechEngine: Sendable {
     /// 0 leaves the thread ordinary. A refusal is logged once.
     public func keepRealtime(priority: Int) {
         EspeakThread.shared.submit(.realtime(priority, log))
+    }
+
+    /// Remembers, in `dir` (crier's runtime directory: it outlives the process, not a reboot),
+    /// the text being synthesized, so that a text that ends the process inside espeak-ng twice
+    /// in a row is refused (`SynthesisCrashGuard`). Ask before the first synthesis; the files
+    /// are `speech-mark` (rewritten in place around each synthesis, 17 bytes) and
+    /// `speech-strikes` (only after such an end). `testAbort` (TEST ONLY,
+    /// CRIER_TEST_SPEECH_ABORT): a text containing it aborts the process inside the synthesis.
+    public func guardCrashes(dir: String, testAbort: String? = nil) {
+        EspeakThread.shared.submit(.crashGuard(dir, testAbort, log))
     }
 
     /// What the speech thread got from `keepRealtime` (nil: never asked).
@@ -179,6 +194,7 @@ final class EspeakThread: Sendable {
         case phonemes(Utterance, VoiceConfig, Settings, CheckedContinuation<String, Never>)
         /// Wait for jobs at SCHED_FIFO this priority (0: ordinary), until each first chunk.
         case realtime(Int, Logger)
+        case crashGuard(String, String?, Logger)
     }
 
     private let policyBox = Mutex<ThreadPolicy?>(nil)
@@ -215,7 +231,7 @@ final class EspeakThread: Sendable {
             switch job {
             case .synth(_, _, _, _, let done): done(.failure(.noThread("\(e)")))
             case .phonemes(_, _, _, let c): c.resume(returning: "")
-            case .realtime: break
+            case .realtime, .crashGuard: break
             }
             return
         }
@@ -253,6 +269,12 @@ final class EspeakThread: Sendable {
         var waitPriority = 0
         /// Whether the thread is at SCHED_FIFO now.
         var realtime = false
+        /// `SpeechEngine.guardCrashes`: nil until asked (or when its files cannot be written).
+        var crashGuard: SynthesisCrashGuard?
+        var markFD: Int32 = -1
+        var strikesPath = ""
+        var guardLog: Logger?
+        var testAbort: String?
 
         mutating func run() {
             while true {
@@ -281,6 +303,8 @@ final class EspeakThread: Sendable {
                     c.resume(returning: phonemes(u, v, s))
                 case .realtime(let priority, let log):
                     askRealtime(priority, log: log)
+                case .crashGuard(let dir, let abortOn, let log):
+                    installCrashGuard(dir: dir, testAbort: abortOn, log: log)
                 }
             }
         }
@@ -310,6 +334,44 @@ final class EspeakThread: Sendable {
                 log.warning(advice)
             } else if realtime {
                 log.info("speech thread: \(policy.line) while it waits and until each utterance's first chunk")
+            }
+        }
+
+        /// Reads what the last run left (a mark: it ended inside a synthesis), counts the strike,
+        /// and opens the mark for this run. Any file error leaves the guard off, logged.
+        mutating func installCrashGuard(dir: String, testAbort abortOn: String?, log: Logger) {
+            let markPath = dir + "/speech-mark"
+            strikesPath = dir + "/speech-strikes"
+            var g = SynthesisCrashGuard.decode(String(decoding: (try? FileIO.read(strikesPath, limit: 64 << 10)) ?? [], as: UTF8.self))
+            if let key = SynthesisCrashGuard.decodeMark((try? FileIO.read(markPath, limit: 64)) ?? []) {
+                let n = g.crashed(during: key)
+                let then = n >= SynthesisCrashGuard.refuseAfter
+                    ? "it is not synthesized again until a reboot; its alert is rejected (speech_failed) and the orders behind it are said"
+                    : "it is tried again; a second end in a row on it and it is refused until a reboot"
+                log.warning("the last run of crier ended inside espeak-ng while synthesizing one text (\(n) time\(n == 1 ? "" : "s") in a row); \(then)",
+                            ["text_key": String(key, radix: 16)])
+                writeStrikes(g, log: log)
+            }
+            let fd = open(markPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            guard fd >= 0 else {
+                log.warning("cannot keep \(markPath) (\(errnoText(errno))): a text that crashes espeak-ng would crash crier at every redelivery; check that crier's runtime directory is writable")
+                return
+            }
+            markFD = fd
+            crashGuard = g
+            guardLog = log
+            testAbort = abortOn
+            setMark(SynthesisCrashGuard.idleMark)
+            if let abortOn { log.warning("TEST ONLY: CRIER_TEST_SPEECH_ABORT is set: a text containing \"\(abortOn)\" aborts crier inside the synthesis") }
+        }
+
+        func setMark(_ bytes: [UInt8]) {
+            _ = bytes.withUnsafeBytes { pwrite(markFD, $0.baseAddress, $0.count, 0) }
+        }
+
+        func writeStrikes(_ g: SynthesisCrashGuard, log: Logger) {
+            do throws(SystemError) { try FileIO.write(strikesPath, Array(g.encoded().utf8)) } catch {
+                log.warning("cannot write \(strikesPath): \(error); a text that crashes espeak-ng may crash crier again after the next restart")
             }
         }
 
@@ -396,6 +458,23 @@ final class EspeakThread: Sendable {
         mutating func synth(_ u: Utterance, _ v: VoiceConfig, _ s: Settings, sink: (any SpeechChunkSink)?) -> Result<SpeechAudio, SpeechError> {
             guard ready(s) else { return .failure(.initFailed(path: s.dataPath)) }
             select(v, lang: u.lang, log: s.log)
+            var guarded: UInt64?
+            if let g = crashGuard {
+                let key = SynthesisCrashGuard.key(voice: currentVoice ?? v.voice, text: u.text)
+                if let n = g.refuses(key) { return .failure(.crashedBefore(times: n, text: u.text)) }
+                setMark(SynthesisCrashGuard.mark(key))
+                guarded = key
+            }
+            defer {
+                if let key = guarded {
+                    setMark(SynthesisCrashGuard.idleMark)
+                    if crashGuard!.ended(key), let log = guardLog { writeStrikes(crashGuard!, log: log) }
+                }
+            }
+            if let t = testAbort, u.text.contains(t) {
+                s.log.error("TEST ONLY: aborting inside the synthesis (CRIER_TEST_SPEECH_ABORT)")
+                abort()
+            }
             let collector = Collector(deadline: Monotonic.now() + s.deadline, sink: sink)
             collector.rate = rate
             collector.boosted = realtime

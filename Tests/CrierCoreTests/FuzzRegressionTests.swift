@@ -86,4 +86,17 @@ struct FuzzRegressionTests {
         #expect(r?.diagnostics.last?.message == "unknown key, ignored (did you mean audio.rate?)")
         #expect(took < .seconds(1), "\(took)")
     }
+
+    @Test("speech: the text that made espeak-ng 1.51 free its translator in use never reaches the Mandarin voice (CI fuzz find, 2026-12-05: heap-use-after-free in espeak_Synth with \"Ϩϛ\")")
+    func speechEspeakTranslatorUseAfterFree() {
+        let announcer = Announcer(templates: Templates(), maxChars: 500)
+        let r = announcer.announce(.text("Ϩϛ"), lang: .zh)
+        #expect(r.utterance.text == "" && !r.speakable && r.leftOut == 2)
+        let order = Order(id: "o-1", kind: .newCustomer(number: 42), text: "Ϩϛ ϐϗ")
+        #expect(announcer.nothingToSay(order, lang: .zh) == nil)  // its template is said instead
+        #expect(!announcer.announce(order, lang: .zh).utterance.text.unicodeScalars.contains { TextSanitizer.leftOut($0, lang: .zh) })
+        let textOrder = Order(id: "o-2", kind: .text("Ϩϛ"))
+        #expect(announcer.nothingToSay(textOrder, lang: .zh)?.reason == Ack.Reason.nothingToSay)
+        #expect(announcer.nothingToSay(textOrder, lang: .en) == nil)
+    }
 }

@@ -88,4 +88,81 @@ import Testing
         #expect(!"e\u{0301}".unicodeScalars.allSatisfy(TextSanitizer.standsAlone))
         #expect(!"👍🏽".unicodeScalars.allSatisfy(TextSanitizer.standsAlone))
     }
+
+    /// The scripts left out of Chinese text (espeak-ng 1.51's use-after-free, TextSanitizer.leftOut):
+    /// for any mix of pieces, the zh text holds none of them, the en text is what it was without
+    /// a language, and the zh text is the en text with those characters turned into spaces.
+    @Test(arguments: 0..<10)
+    func chineseTextHasNoScriptThatSwitchesEspeakLanguage(batch: Int) {
+        let foreign = ["Ϩϛ", "α", "Ω", "ϐϗ", "ա", "ש", "ع", "अ", "ক", "ਕ", "க", "ಕ", "ක", "ა", "한국", "\u{1100}\u{1161}", "\u{10450}",
+                       "abϐ", "Ϩ1ϛ", "e\u{0301}ϐ", "\u{A7FF}"]
+        var rng = SplitMix64(seed: UInt64(batch) &* 0x2545_F491 &+ 7)
+        for _ in 0..<200 {
+            var s = ""
+            for _ in 0..<Int.random(in: 0...20, using: &rng) {
+                s += Bool.random(using: &rng) ? foreign.randomElement(using: &rng)! : Self.pieces.randomElement(using: &rng)!
+            }
+            let zh = TextSanitizer.clean(s, maxChars: 500, lang: .zh)
+            let en = TextSanitizer.clean(s, maxChars: 500, lang: .en)
+            #expect(!zh.text.unicodeScalars.contains { TextSanitizer.leftOut($0, lang: .zh) }, "\(s.debugDescription) → \(zh.text.debugDescription)")
+            #expect(en == TextSanitizer.clean(s, maxChars: 500), "\(s.debugDescription)")
+            #expect(en.leftOut == 0)
+            let spaced = String(s.map { ch in ch.unicodeScalars.contains { TextSanitizer.leftOut($0, lang: .zh) } && !ch.unicodeScalars.contains(where: TextSanitizer.isUnwanted) ? " " : ch })
+            #expect(zh.text == TextSanitizer.clean(spaced, maxChars: 500).text, "\(s.debugDescription)")
+        }
+    }
+
+    @Test func chineseTextExamples() {
+        let r = TextSanitizer.clean("新客户 Ϩϛ 42号", maxChars: 500, lang: .zh)
+        #expect(r.text == "新客户 42号" && r.leftOut == 2 && r.replaced == 0)
+        #expect(TextSanitizer.clean("Ω咖啡 한국 Zoë", maxChars: 500, lang: .zh).text == "咖啡 Zoë")
+        #expect(TextSanitizer.clean("Ω咖啡 한국 Zoë", maxChars: 500, lang: .en).text == "Ω咖啡 한국 Zoë")
+        // A Latin letter that is not in a left-out range (Latin Extended-D starts at U+A720 but
+        // espeak-ng maps U+A700-U+D7FF to Korean, so it is left out too).
+        #expect(TextSanitizer.clean("\u{A722}", maxChars: 500, lang: .zh).text == "")
+        // Every left-out scalar takes the Character walk (the fast scalar path does not check).
+        for v in UInt32(0)...0x10FFFF {
+            guard let u = Unicode.Scalar(v), TextSanitizer.leftOut(u, lang: .zh) else { continue }
+            #expect(!TextSanitizer.standsAlone(u) && !TextSanitizer.fastPrintable(v), "U+\(String(v, radix: 16))")
+        }
+    }
+
+    /// No run of more than `maxWordScalars` scalars between word ends reaches espeak-ng (its
+    /// 160-byte word buffers; "a." + 161 letters, "s'" × 80, a letter with 200 accents abort
+    /// it), and breaking only adds spaces: the text without them is the text given.
+    @Test(arguments: 0..<10)
+    func longWordsAreBrokenAndNothingElseChanges(batch: Int) {
+        let parts = ["s'", "a.", "h", "H", "\u{0301}", "é", "新", "。", " ", "4", "-", "/", "www.example.com/", "😀", "👍🏽", "\u{3000}", "ϐ"]
+        var rng = SplitMix64(seed: UInt64(batch) &* 0x9E37_79B9 &+ 40)
+        for _ in 0..<300 {
+            var s = ""
+            let heavy = parts.randomElement(using: &rng)!
+            for _ in 0..<Int.random(in: 0...300, using: &rng) {
+                s += Int.random(in: 0..<4, using: &rng) == 0 ? parts.randomElement(using: &rng)! : heavy
+            }
+            let (out, broken) = TextSanitizer.breakLongWords(s)
+            var run = 0, longest = 0
+            for u in out.unicodeScalars {
+                run = TextSanitizer.endsWord(u) ? 0 : run + 1
+                longest = max(longest, run)
+            }
+            #expect(longest <= TextSanitizer.maxWordScalars, "\(s.debugDescription)")
+            #expect(out.unicodeScalars.filter { $0 != " " }.map(\.value) == s.unicodeScalars.filter { $0 != " " }.map(\.value))
+            #expect((broken == 0) == (out == s))
+            #expect(TextSanitizer.breakLongWords(out).broken == 0)
+        }
+    }
+
+    @Test func longWordExamples() {
+        let suffixes = String(repeating: "s'", count: 220)
+        let (out, broken) = TextSanitizer.breakLongWords(suffixes)
+        #expect(broken == 1 && out.split(separator: " ").map(\.count) == [40, 40, 40, 40, 40, 40, 40, 40, 40, 40, 40])
+        #expect(TextSanitizer.breakLongWords("新客户来了，" + String(repeating: "号", count: 300)).broken == 0)  // hanzi are words of their own
+        #expect(TextSanitizer.breakLongWords("Order 42 for José at www.example.com/menu").broken == 0)
+        let zalgo = "a.h" + String(repeating: "\u{0301}", count: 200)
+        #expect(TextSanitizer.breakLongWords(zalgo).text.unicodeScalars.split(separator: " ").allSatisfy { $0.count <= 40 })
+        let announcer = Announcer(templates: Templates(), maxChars: 500)
+        let r = announcer.announce(.text("a." + String(repeating: "H", count: 170)), lang: .en)
+        #expect(r.brokenWords == 1 && r.speakable)
+    }
 }

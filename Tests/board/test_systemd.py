@@ -221,6 +221,8 @@ def test_runtime_contract():
     assert set(one("SupplementaryGroups").split()) >= {"audio", "gpio"}
     assert one("StateDirectory") == "crier"
     assert one("RuntimeDirectory") == "crier"
+    # the speech crash guard's mark must survive the restart that follows a crash
+    assert one("RuntimeDirectoryPreserve") == "restart"
     # SIGTERM: crier needs up to 5 s to finish the current alert
     assert int(one("TimeoutStopSec").rstrip("s")) > 5
     # devices it opens

@@ -2,6 +2,7 @@
 with signed orders and TLS, and the synthesis deadline turning a runaway into a rejected ack."""
 import os
 import re
+import signal
 import subprocess
 
 from conftest import CRIER
@@ -52,6 +53,51 @@ def test_synthesis_past_its_deadline_is_acked_rejected_and_the_box_carries_on(bo
         rc = crier.stop()
         sim.stop()
     assert rc == 0
+
+
+def test_a_text_that_crashes_the_synthesizer_twice_is_refused_and_the_orders_behind_it_are_said(box):
+    """espeak-ng is C that has crashed on text nobody expected (docs/security.md, fuzzing). A
+    text that ends crier inside the synthesis comes back at every restart (never acked, so the
+    server redelivers it): the crash guard refuses it after two ends in a row, the order is
+    acked rejected once, and the next order is said. The crash is made by the TEST ONLY
+    CRIER_TEST_SPEECH_ABORT (abort() inside the synthesis, where espeak-ng's own aborts are)."""
+    sim = order_sim()
+    box.env["CRIER_TEST_SPEECH_ABORT"] = "毒药"
+    box.env["SWIFT_BACKTRACE"] = "enable=no"
+    runs = []
+    try:
+        crier = crier_run(box, sim.port)
+        runs.append(crier)
+        crier.wait_for(r"TEST ONLY: CRIER_TEST_SPEECH_ABORT is set")
+        crier.wait_for(r"INFO link: connected")
+        sim.send("毒药来了")
+        oid = sim.wait_for(r"^order id=\S+ kind=text", which="out")[0].split()[1][3:]
+        for strike in (1, 2):
+            assert crier.p.wait(30) == -signal.SIGABRT, "crier aborted inside the synthesis"
+            crier = crier_run(box, sim.port)  # what systemd's Restart= does (the runtime directory kept)
+            runs.append(crier)
+            crier.wait_for(r"WARN speech: the last run of crier ended inside espeak-ng while synthesizing one text "
+                           r"\(%d times? in a row\)" % strike)
+            if strike == 1:
+                crier.wait_for(r"INFO link: connected")
+        sim.wait_for(r"^ack id=%s status=rejected device=test-box reason=speech_failed message=\"crier ended inside espeak-ng 2 times in a row"
+                     % re.escape(oid), which="out", timeout=30)
+        sim.send("hello again")
+        oid2 = sim.wait_for(r"^order id=\S+ kind=text text=\"hello again\"", which="out")[0].split()[1][3:]
+        sim.wait_for(r"^ack id=%s status=spoken" % re.escape(oid2), which="out", timeout=30)
+        # Still refused (the same text, redelivered or sent again), without a crash.
+        sim.send("毒药来了")
+        oid3 = sim.wait_for(r"^order id=\S+ kind=text", which="out", count=3)[-1].split()[1][3:]
+        sim.wait_for(r"^ack id=%s status=rejected device=test-box reason=speech_failed" % re.escape(oid3), which="out", timeout=30)
+        assert crier.p.poll() is None
+    finally:
+        rc = runs[-1].stop() if runs else 0
+        sim.stop()
+    assert rc == 0
+    acks = [l for l in sim.lines("out") if l.startswith("ack id=%s " % oid)]
+    assert len(acks) == 1, acks
+    assert open(box.tmp / "speech-mark").read() == "-" * 16 + "\n"
+    assert open(box.tmp / "speech-strikes").read().split()[1] == "2"
 
 
 def make_cert(tmp):

@@ -45,6 +45,10 @@ public struct Announcer: Sendable {
         /// Characters cut by the length cap, for the log.
         public var truncated: Int
         public var replaced: Int
+        /// Characters of scripts the voice leaves out (`TextSanitizer.leftOut`), for the log.
+        public var leftOut = 0
+        /// Runs of more than `TextSanitizer.maxWordScalars` said in pieces, for the log.
+        public var brokenWords = 0
         /// The words have something a voice can say (`TextSanitizer.isSpeakable`). When false,
         /// the alert must not be played and acked `spoken`: it is rejected `nothing_to_say`.
         public var speakable: Bool
@@ -99,10 +103,11 @@ public struct Announcer: Sendable {
     func render(_ raw: String, lang: Lang) -> Result {
         // Sanitize before spelling numbers so the cap counts what the sender wrote, and
         // spelling cannot be used to smuggle characters past it.
-        let clean = TextSanitizer.clean(raw, maxChars: maxChars)
-        let spoken = NumberWords.spellNumbers(in: clean.text, lang: lang)
+        let clean = TextSanitizer.clean(raw, maxChars: maxChars, lang: lang)
+        // Words broken last, so that no later step can join a run again.
+        let (spoken, broken) = TextSanitizer.breakLongWords(NumberWords.spellNumbers(in: clean.text, lang: lang))
         return Result(utterance: Utterance(text: spoken, lang: lang), truncated: clean.truncated, replaced: clean.replaced,
-                      speakable: TextSanitizer.isSpeakable(spoken))
+                      leftOut: clean.leftOut, brokenWords: broken, speakable: TextSanitizer.isSpeakable(spoken))
     }
 
     /// What `order` would say, as the queue will announce it (its own `text` over the template).
@@ -126,6 +131,6 @@ public struct Announcer: Sendable {
     public func nothingToSay(_ order: Order, lang: Lang) -> Ack? {
         guard !announce(order, lang: lang).speakable else { return nil }
         return Ack(id: order.id, status: .rejected, reason: Ack.Reason.nothingToSay,
-                   message: "nothing to say: no letter or digit left after removing control, invisible and emoji characters")
+                   message: "nothing to say: no letter or digit left after removing control, invisible and emoji characters and scripts the voice does not read")
     }
 }

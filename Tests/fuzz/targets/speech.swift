@@ -12,6 +12,8 @@ nonisolated(unsafe) var aborted = false
 nonisolated(unsafe) var samples = 0
 /// Seconds one synthesis may take (SpeechEngine's default is 5; fuzzing wants throughput).
 let synthDeadline = 2.0
+/// CRIER_FUZZ_SHOW=1: print the text handed to espeak-ng (to turn a crash file into a regression test).
+let showText = getenv("CRIER_FUZZ_SHOW") != nil
 
 func monotonic() -> Double {
     var ts = timespec()
@@ -40,6 +42,7 @@ func fuzzSpeech(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let announcer = Announcer(templates: Templates(), maxChars: SpeechConfig().maxChars)
     let u = announcer.announce(.text(text), lang: lang).utterance
     guard !u.text.isEmpty else { return 0 }
+    if showText { print("espeak-ng gets (\(lang)): \(u.text.debugDescription)"); fflush(nil) }
     _ = espeak_SetVoiceByName(voices[lang]!.voice)
     deadline = monotonic() + synthDeadline
     aborted = false

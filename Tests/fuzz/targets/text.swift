@@ -32,7 +32,9 @@ func fuzzText(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         for u in out.unicodeScalars {
             precondition(!TextSanitizer.isUnwanted(u), "unwanted U+\(String(u.value, radix: 16)) reaches espeak")
             precondition(u != "\n" && u != "\r", "line break reaches espeak")
+            precondition(!TextSanitizer.leftOut(u, lang: lang), "U+\(String(u.value, radix: 16)) of a script left out of \(lang) text reaches espeak")
         }
+        precondition(TextSanitizer.breakLongWords(out).broken == 0, "a word longer than \(TextSanitizer.maxWordScalars) reaches espeak")
         precondition(out.count <= maxChars * maxExpansion + 64, "\(out.count) characters from max_chars \(maxChars)")
     }
     return 0
