@@ -28,6 +28,10 @@ public actor Daemon {
     let musicBox = Mutex<MusicPlayer?>(nil)
     public nonisolated var music: MusicPlayer? { musicBox.withLock { $0 } }
     let pipeline: SpeechPipeline
+    /// The thread the actor runs on (EventThread: real-time, so an order's hop to its speech
+    /// does not wait for the box's other programs).
+    let events: EventThread
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { events.asUnownedSerialExecutor() }
     var link: (any OrderLinking)?
     /// Acks the server may not have yet, kept on the data partition across restarts.
     var ackStore: AckStore?
@@ -94,6 +98,7 @@ public actor Daemon {
         self.hub = hub
         log = hub.logger("runtime")
         alertLog = hub.logger("alert")
+        events = EventThread(priority: config.speech.startPriority, log: hub.logger("runtime"))
         let engine = AudioEngine(config: AudioEngineConfig(config.audio), log: hub.logger("audio"), music: config.music)
         engineBox = Mutex(engine)
         let speech = SpeechEngine(dataPath: config.speech.dataPath, deadline: config.speech.deadline, log: hub.logger("speech"))

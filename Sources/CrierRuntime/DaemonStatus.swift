@@ -34,6 +34,7 @@ extension Daemon {
         snap.music = musicStatus()
         snap.audioThread = engine.threadPolicy
         snap.speechThread = pipeline.speech.threadPolicy
+        snap.eventThread = events.policy
         if let u = update, !u.isEmpty { snap.update = u }
         return snap
     }

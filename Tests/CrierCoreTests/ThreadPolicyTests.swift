@@ -57,11 +57,32 @@ import Testing
                 == ["c.conf:2: speech.realtime_priority: 12 is not below audio.realtime_priority = 12 (the audio thread must run first); using 11"])
         let lowAudio = parser.parse("audio.realtime_priority = 10\n", file: "c.conf")
         #expect(lowAudio.config.speech.realtimePriority == 9)
-        #expect(lowAudio.errors.isEmpty && lowAudio.diagnostics.count == 1 && lowAudio.diagnostics[0].key == "audio.realtime_priority")
+        // The event thread follows below the speech thread (its own line: test below).
+        #expect(lowAudio.errors.isEmpty && lowAudio.diagnostics.count == 2 && lowAudio.diagnostics.allSatisfy { $0.key == "audio.realtime_priority" })
+        #expect(lowAudio.config.speech.startPriority == 8)
         #expect(parser.parse("audio.realtime_priority = 1\n", file: "c.conf").config.speech.realtimePriority == 0)
         // Audio ordinary: the speech thread's short boost is its own choice.
         let off = parser.parse("audio.realtime_priority = 0\n", file: "c.conf")
         #expect(off.config.speech.realtimePriority == 20 && off.diagnostics.isEmpty)
         #expect(parser.parse("speech.realtime_priority = 0\n", file: "c.conf").config.speech.realtimePriority == 0)
+    }
+
+    /// The event thread hands each utterance to the speech thread, so it stays below it (below
+    /// the audio thread when the speech thread is ordinary); 0 is always allowed.
+    @Test func theStartPriorityStaysBelowTheSpeechOne() {
+        let parser = ConfigParser()
+        #expect(parser.parse("", file: "c.conf").config.speech.startPriority == 10)
+        let same = parser.parse("speech.realtime_priority = 10\nspeech.start_priority = 10\n", file: "c.conf")
+        #expect(same.config.speech.startPriority == 9)
+        #expect(same.errors.map(\.description)
+                == ["c.conf:2: speech.start_priority: 10 is not below speech.realtime_priority = 10 (the thread it hands speech to must run first); using 9"])
+        let speechOff = parser.parse("speech.realtime_priority = 0\naudio.realtime_priority = 5\n", file: "c.conf")
+        #expect(speechOff.config.speech.startPriority == 4)
+        #expect(parser.parse("speech.start_priority = 0\n", file: "c.conf").config.speech.startPriority == 0)
+        #expect(parser.parse("speech.start_priority = 3\n", file: "c.conf").config.speech.startPriority == 3)
+        let all0 = parser.parse("audio.realtime_priority = 0\nspeech.realtime_priority = 0\n", file: "c.conf")
+        #expect(all0.config.speech.startPriority == 10 && all0.diagnostics.isEmpty)  // nothing above it to wait for
+        #expect(ThreadPolicy.outcome(requested: 0, errno: 0, errnoName: "", errnoText: "", key: "speech.start_priority").line
+                == "SCHED_OTHER (off: speech.start_priority = 0)")
     }
 }

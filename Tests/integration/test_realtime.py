@@ -76,27 +76,32 @@ def run_and_watch(box, extra, prefix=None):
     return d, st, seen, text
 
 
-def assert_only_audio_and_speech_are_fifo(seen, audio, speech):
+def assert_only_audio_and_speech_are_fifo(seen, audio, speech, events=0):
     """`seen` holds each thread's last sample, taken once the alert was said: the speech thread
-    is waiting for the next utterance then."""
+    is waiting for the next utterance then. Only the audio, speech and event threads may be
+    real-time (the link, music, web and Swift's pool threads never)."""
     names = {comm for comm, _, _ in seen.values()}
     print("\nthreads seen: %d, %s" % (len(seen), sorted(names)))
     # The speech and music threads were there to be checked, not only the audio thread.
-    assert {"crier-audio", "crier-speech", "crier-music", "crier-link"} <= names, sorted(names)
+    assert {"crier-audio", "crier-speech", "crier-music", "crier-link", "crier-events"} <= names, sorted(names)
     fifo = {k: v for k, v in seen.items() if v[1] != SCHED_OTHER}
     assert [v for v in seen.values() if v[0] == "crier-speech"], "no speech thread seen"
-    want = sorted(([("crier-audio", SCHED_FIFO, audio)] if audio else []) + ([("crier-speech", SCHED_FIFO, speech)] if speech else []))
+    want = sorted(([("crier-audio", SCHED_FIFO, audio)] if audio else []) + ([("crier-speech", SCHED_FIFO, speech)] if speech else [])
+                  + ([("crier-events", SCHED_FIFO, events)] if events else []))
     assert sorted(v for v in fifo.values()) == want, fifo
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_FIFO needs root (CAP_SYS_NICE) or RLIMIT_RTPRIO")
 def test_as_root_the_audio_thread_is_fifo_30_and_the_waiting_speech_thread_fifo_20(box):
     d, st, seen, text = run_and_watch(box, "")
-    assert_only_audio_and_speech_are_fifo(seen, 30, 20)
+    assert_only_audio_and_speech_are_fifo(seen, 30, 20, 10)
     assert st["audio_thread"] == {"policy": "SCHED_FIFO", "priority": 30, "detail": None}
     assert st["speech_thread"] == {"policy": "SCHED_FIFO", "priority": 20, "detail": None}
+    assert st["event_thread"] == {"policy": "SCHED_FIFO", "priority": 10, "detail": None}
     assert "audio thread: SCHED_FIFO 30\n" in text
     assert "speech thread: SCHED_FIFO 20 (waiting and until each first chunk)\n" in text
+    assert "event thread: SCHED_FIFO 10\n" in text
+    assert len([l for l in d.lines() if l.endswith(" INFO runtime: event thread: SCHED_FIFO 10 (orders, buttons and timers turned into speech)")]) == 1
     assert len([l for l in d.lines() if l.endswith(" INFO speech: speech thread: SCHED_FIFO 20 while it waits and until each utterance's first chunk")]) == 1
     assert [l for l in d.lines() if "audio thread:" in l] == [
         l for l in d.lines() if l.endswith(" INFO audio: audio thread: SCHED_FIFO 30")]
@@ -105,17 +110,19 @@ def test_as_root_the_audio_thread_is_fifo_30_and_the_waiting_speech_thread_fifo_
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_FIFO needs root (CAP_SYS_NICE) or RLIMIT_RTPRIO")
 def test_a_configured_priority_is_the_one_used(box):
-    d, st, seen, text = run_and_watch(box, "audio.realtime_priority = 12\nspeech.realtime_priority = 5\n")
-    assert_only_audio_and_speech_are_fifo(seen, 12, 5)
+    d, st, seen, text = run_and_watch(box, "audio.realtime_priority = 12\nspeech.realtime_priority = 5\nspeech.start_priority = 3\n")
+    assert_only_audio_and_speech_are_fifo(seen, 12, 5, 3)
     assert st["audio_thread"]["priority"] == 12
     assert st["speech_thread"]["priority"] == 5
+    assert st["event_thread"]["priority"] == 3
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_FIFO needs root (CAP_SYS_NICE) or RLIMIT_RTPRIO")
 def test_a_speech_priority_not_below_the_audio_one_is_lowered_with_a_warning(box):
-    d, st, seen, text = run_and_watch(box, "audio.realtime_priority = 12\nspeech.realtime_priority = 12\n")
-    assert_only_audio_and_speech_are_fifo(seen, 12, 11)
+    d, st, seen, text = run_and_watch(box, "audio.realtime_priority = 12\nspeech.realtime_priority = 12\nspeech.start_priority = 11\n")
+    assert_only_audio_and_speech_are_fifo(seen, 12, 11, 10)
     assert [l for l in d.lines() if "speech.realtime_priority" in l and "not below audio.realtime_priority = 12" in l and "using 11" in l]
+    assert [l for l in d.lines() if "speech.start_priority" in l and "not below speech.realtime_priority = 11" in l and "using 10" in l]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_FIFO needs root (CAP_SYS_NICE) or RLIMIT_RTPRIO")
@@ -165,8 +172,9 @@ def test_the_speech_thread_synthesizes_past_its_first_chunk_as_sched_other(box):
 
 
 def test_priority_0_leaves_every_thread_sched_other(box):
-    d, st, seen, text = run_and_watch(box, "audio.realtime_priority = 0\nspeech.realtime_priority = 0\n")
+    d, st, seen, text = run_and_watch(box, "audio.realtime_priority = 0\nspeech.realtime_priority = 0\nspeech.start_priority = 0\n")
     assert_only_audio_and_speech_are_fifo(seen, 0, 0)
+    assert st["event_thread"] == {"policy": "SCHED_OTHER", "priority": 0, "detail": "off: speech.start_priority = 0"}
     assert st["speech_thread"] == {"policy": "SCHED_OTHER", "priority": 0, "detail": "off: speech.realtime_priority = 0"}
     assert st["audio_thread"] == {"policy": "SCHED_OTHER", "priority": 0, "detail": "off: audio.realtime_priority = 0"}
     assert "audio thread: SCHED_OTHER (off: audio.realtime_priority = 0)\n" in text
@@ -187,6 +195,9 @@ def test_a_refusal_is_one_warning_with_what_to_change_and_audio_runs_as_before(b
     assert len(speech) == 1 and " WARN speech: speech thread: real-time priority SCHED_FIFO 20 refused (EPERM: " in speech[0], speech
     assert speech[0].endswith("or set speech.realtime_priority = 0 to silence this"), speech
     assert st["speech_thread"]["detail"] == "real-time refused: EPERM Operation not permitted"
+    events = [l for l in d.lines() if "event thread" in l]
+    assert len(events) == 1 and " WARN runtime: event thread: real-time priority SCHED_FIFO 10 refused (EPERM: " in events[0], events
+    assert st["event_thread"]["detail"] == "real-time refused: EPERM Operation not permitted"
     warnings = [l for l in d.lines() if "audio thread" in l]
     assert len(warnings) == 1 and " WARN audio: audio thread: real-time priority SCHED_FIFO 30 refused (EPERM: " in warnings[0], warnings
     assert "LimitRTPRIO=30 and RestrictRealtime=no" in warnings[0] and warnings[0].endswith(

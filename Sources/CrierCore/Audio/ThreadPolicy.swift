@@ -30,6 +30,10 @@ public struct ThreadPolicy: Sendable, Equatable {
     /// starting an utterance never delays a period; above every ordinary thread.
     public static let defaultSpeechPriority = 20
 
+    /// The default of `speech.start_priority` (the daemon's event thread): below the speech
+    /// thread it hands each utterance to, above every ordinary thread.
+    public static let defaultStartPriority = 10
+
     /// What came of asking for `requested` (0: not asked) when the kernel answered `errno`
     /// (0: granted). `errnoName`/`errnoText` word the refusal (`EPERM`, `Operation not permitted`).
     public static func outcome(requested: Int, errno: Int32, errnoName: String, errnoText: String,

@@ -204,6 +204,17 @@ public struct ConfigParser: Sendable {
                    "\(c.speech.realtimePriority) is not below audio.realtime_priority = \(c.audio.realtimePriority) (the audio thread must run first); using \(use)")
             c.speech.realtimePriority = use
         }
+        // The event thread hands utterances to the speech thread, which must then run first.
+        let above = c.speech.realtimePriority > 0 ? c.speech.realtimePriority : c.audio.realtimePriority
+        if c.speech.startPriority > 0 && above > 0 && c.speech.startPriority >= above {
+            let use = min(base.speech.startPriority, above - 1)
+            let other = c.speech.realtimePriority > 0 ? "speech.realtime_priority" : "audio.realtime_priority"
+            // Lowered because the audio line lowered the speech thread: said on the audio line.
+            let shownOn = lineOf[other] == nil && lineOf["audio.realtime_priority"] != nil ? "audio.realtime_priority" : other
+            report("speech.start_priority", other: shownOn,
+                   "\(c.speech.startPriority) is not below \(other) = \(above) (the thread it hands speech to must run first); using \(use)")
+            c.speech.startPriority = use
+        }
         let p = c.supervision.policy
         if p.initialBackoff > p.maxBackoff {
             let use = min(base.supervision.policy.initialBackoff, p.maxBackoff)

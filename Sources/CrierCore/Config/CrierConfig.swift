@@ -147,6 +147,9 @@ public struct SpeechConfig: Sendable, Equatable {
     public init() {}
     /// SCHED_FIFO of the speech thread until each utterance's first chunk (0: off).
     public var realtimePriority = ThreadPolicy.defaultSpeechPriority
+    /// SCHED_FIFO of the daemon's event thread, which turns an order into the start of its
+    /// speech (0: Swift's shared pool, ordinary).
+    public var startPriority = ThreadPolicy.defaultStartPriority
     public var lang: Lang = .zh
     public var voices: [Lang: VoiceConfig] = [
         // The stock `cmn` voice of espeak-ng 1.51 reads most hanzi as English spellings
@@ -408,6 +411,10 @@ extension CrierConfig {
                       doc: "SCHED_FIFO priority of the speech thread while it waits for an utterance and makes its first chunk (the rest is synthesized at ordinary priority); below audio.realtime_priority; 0: ordinary scheduling. Needs LimitRTPRIO= in the unit; refused, it is logged once.",
                       apply: { c, v throws(ConfigValueError) in c.speech.realtimePriority = try ConfigValue.int(v, 0...99) },
                       render: { String($0.speech.realtimePriority) }),
+            ConfigKey("speech.start_priority", section: "speech", default: String(ThreadPolicy.defaultStartPriority),
+                      doc: "SCHED_FIFO priority of crier's event thread, which turns an order (a button, a timer) into the start of its speech; below speech.realtime_priority; 0: ordinary scheduling. Needs LimitRTPRIO= in the unit; refused, it is logged once.",
+                      apply: { c, v throws(ConfigValueError) in c.speech.startPriority = try ConfigValue.int(v, 0...99) },
+                      render: { String($0.speech.startPriority) }),
             ConfigKey("speech.data_path", section: "speech", default: "",
                       doc: "Directory that contains espeak-ng-data/; empty uses the system's (/usr/lib/*/espeak-ng-data).",
                       apply: { c, v throws(ConfigValueError) in c.speech.dataPath = v.isEmpty ? "" : try ConfigValue.absolutePath(v) },

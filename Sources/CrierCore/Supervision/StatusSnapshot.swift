@@ -29,6 +29,8 @@ public struct StatusSnapshot: Sendable, Equatable {
     public var audioThread: ThreadPolicy?
     /// The speech thread's scheduling while it waits and until each first chunk; nil: not asked.
     public var speechThread: ThreadPolicy?
+    /// The daemon's event thread (orders, buttons, timers; `speech.start_priority`).
+    public var eventThread: ThreadPolicy?
     /// Power and heat (docs/operations.md); nil before the first reading.
     public var power: PowerStatus?
     /// How the previous run ended; nil when unknown (no data partition).
@@ -218,6 +220,11 @@ public enum StatusFormat {
                 ("policy", .string(p.kind.rawValue)), ("priority", int(p.priority)), ("detail", str(p.detail)),
             ]))))
         }
+        if let p = s.eventThread {
+            fields.append(("event_thread", .object(JSONObject([
+                ("policy", .string(p.kind.rawValue)), ("priority", int(p.priority)), ("detail", str(p.detail)),
+            ]))))
+        }
         if let p = s.power {
             fields.append(("power", .object(JSONObject([
                 ("source", .string(p.source)), ("summary", .string(p.summary)),
@@ -258,6 +265,7 @@ public enum StatusFormat {
         if let m = s.music { out += "music: \(m.line)\n" }
         if let p = s.audioThread { out += "audio thread: \(p.line)\n" }
         if let p = s.speechThread { out += "speech thread: \(p.line)\(p.kind == .fifo ? " (waiting and until each first chunk)" : "")\n" }
+        if let p = s.eventThread { out += "event thread: \(p.line)\n" }
         if let p = s.power { out += "power: \(p.line)\n" }
         if let l = s.lastStart { out += "last start: \(l.words)\n" }
         if let u = s.update { out += u.human() }
