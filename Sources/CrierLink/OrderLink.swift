@@ -51,7 +51,38 @@ public final class OrderLink: OrderLinking {
         /// The software version the hello names beside the box's id (docs/protocol.md, section 3);
         /// the booted slot and the last update come from `deviceChanged`.
         public var software: String?
+        /// SCHED_FIFO priority the link thread waits for the server at (0: ordinary), within a
+        /// budget of work (`RealtimeWaitBudget`): the daemon's `speech.start_priority`.
+        public var waitPriority = 0
         public init() {}
+    }
+
+    /// Set once the kernel refused the wait priority (logged once; never asked again).
+    private let waitPriorityRefused = Atomic<Bool>(false)
+    private let waitPriorityLogged = Atomic<Bool>(false)
+
+    /// The link thread's scheduling while it waits (`Options.waitPriority`). Returns what it is now.
+    private func setWaitPriority(_ realtime: Bool, flood: Bool) -> Bool {
+        if !realtime {
+            ThreadScheduling.setOrdinary()
+            if flood {
+                log.warning("the order server keeps the link busy (over 2% of a core in a second): the link thread waits as an ordinary thread until it calms down",
+                            ["server": config.server?.description ?? "-"])
+            }
+            return false
+        }
+        if waitPriorityRefused.load(ordering: .relaxed) { return false }
+        do throws(SystemError) {
+            try ThreadScheduling.setRealtime(priority: options.waitPriority)
+        } catch {
+            waitPriorityRefused.store(true, ordering: .relaxed)
+            log.warning("link thread: real-time priority SCHED_FIFO \(options.waitPriority) refused (\(errnoName(error.code))); it waits as an ordinary thread. Allow it with LimitRTPRIO= and RestrictRealtime=no in the unit, or set speech.start_priority = 0 to silence this")
+            return false
+        }
+        if !waitPriorityLogged.exchange(true, ordering: .relaxed) {
+            log.info("link thread: SCHED_FIFO \(options.waitPriority) while it waits for the server (within 2% of a core)")
+        }
+        return true
     }
 
     let options: Options
@@ -220,6 +251,11 @@ public final class OrderLink: OrderLinking {
         var badLines = 0
         var unauthenticated = 0  // rejected for their signature, logged at most 20 per connection
         var answeredFromOutbox = 0  // redeliveries answered from the ack outbox, logged at most 5 per connection
+        // Waiting at real-time priority (Options.waitPriority) while the server stays within budget.
+        var waitBudget = RealtimeWaitBudget()
+        var waitingRealtime = false
+        var wokeAt: Double?
+        defer { if waitingRealtime { _ = setWaitPriority(false, flood: false) } }
 
         while !stopping {
             tick()
@@ -278,7 +314,16 @@ public final class OrderLink: OrderLinking {
                 pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0),
             ]
             let buffered = transport.hasBufferedInput
-            let n = poll(&fds, 2, buffered ? 0 : Int32(max(0, min(deadline - now, 5)) * 1000) + 1)
+            var wait = min(deadline - now, 5)
+            if options.waitPriority > 0 && !buffered {
+                let t = Monotonic.now()
+                if let w = wokeAt { waitBudget.worked(t - w, now: t) }
+                let want = waitBudget.allowsRealtime(now: t)
+                if want != waitingRealtime { waitingRealtime = setWaitPriority(want, flood: !want) }
+                if let again = waitBudget.realtimeAgain(now: t) { wait = min(wait, again - t) }
+            }
+            let n = poll(&fds, 2, buffered ? 0 : Int32(max(0, wait) * 1000) + 1)
+            wokeAt = Monotonic.now()
             if n < 0 && errno != EINTR { return .lost("poll failed: \(errnoText(errno))") }
             if fds[1].revents != 0 { wake.drain() }
             // TLS may need the socket writable to read (renegotiation, key update): any event counts.

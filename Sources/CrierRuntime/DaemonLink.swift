@@ -44,6 +44,7 @@ extension Daemon {
             options.backoff = testSpeed.backoff(options.backoff)
             options.ackStore = ackStore
             options.software = CrierVersion.string
+            options.waitPriority = config.speech.startPriority
             l = OrderLink(config: config.link, deviceID: config.deviceID, log: hub.logger("link"), options: options) { cont?.yield($0) }
         }
         // Before the link starts: the first hello / retained status already says it.

@@ -79,15 +79,16 @@ def run_and_watch(box, extra, prefix=None):
 def assert_only_audio_and_speech_are_fifo(seen, audio, speech, events=0):
     """`seen` holds each thread's last sample, taken once the alert was said: the speech thread
     is waiting for the next utterance then. Only the audio, speech and event threads may be
-    real-time (the link, music, web and Swift's pool threads never)."""
+    real-time, and the link thread while it waits (the music, web and Swift's pool threads never)."""
     names = {comm for comm, _, _ in seen.values()}
     print("\nthreads seen: %d, %s" % (len(seen), sorted(names)))
     # The speech and music threads were there to be checked, not only the audio thread.
     assert {"crier-audio", "crier-speech", "crier-music", "crier-link", "crier-events"} <= names, sorted(names)
     fifo = {k: v for k, v in seen.items() if v[1] != SCHED_OTHER}
     assert [v for v in seen.values() if v[0] == "crier-speech"], "no speech thread seen"
+    # The link thread waits for the server at the event thread's priority (within a budget).
     want = sorted(([("crier-audio", SCHED_FIFO, audio)] if audio else []) + ([("crier-speech", SCHED_FIFO, speech)] if speech else [])
-                  + ([("crier-events", SCHED_FIFO, events)] if events else []))
+                  + ([("crier-events", SCHED_FIFO, events), ("crier-link", SCHED_FIFO, events)] if events else []))
     assert sorted(v for v in fifo.values()) == want, fifo
 
 
@@ -206,3 +207,67 @@ def test_a_refusal_is_one_warning_with_what_to_change_and_audio_runs_as_before(b
                                   "detail": "real-time refused: EPERM Operation not permitted"}
     assert "audio thread: SCHED_OTHER (real-time refused: EPERM Operation not permitted)\n" in text
     assert {c["name"]: c["state"] for c in st["components"]}["audio"] == "running"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="SCHED_FIFO needs root (CAP_SYS_NICE) or RLIMIT_RTPRIO")
+def test_a_flooding_server_cannot_hold_the_link_thread_at_real_time_priority(box):
+    """The link thread waits for the server at SCHED_FIFO 10 (an order wakes it at once on a busy
+    box), within 2% of a core of work per second (RealtimeWaitBudget). A server that floods it
+    with pings makes it an ordinary thread, with one warning, until it calms down; orders sent
+    during and after the flood are said."""
+    import socket
+    from test_daemon import crier_run
+    from test_link import ScriptedConn, loopback_listener
+    listener, port = loopback_listener()
+    crier = crier_run(box, port, "link.heartbeat = 30\n")
+    policies = []
+    try:
+        c = ScriptedConn(listener)
+        assert c.line(10)["type"] == "hello"
+        c.send({"type": "welcome"})
+        crier.wait_for(r"INFO link: link thread: SCHED_FIFO 10 while it waits for the server")
+        link = [k for k, v in threads(crier.p.pid).items() if v[0] == "crier-link"]
+        assert len(link) == 1 and threads(crier.p.pid)[link[0]][1:] == (SCHED_FIFO, 10)
+        stat = "/proc/%d/task/%d/stat" % link[0]
+        # The flood: pings as fast as the socket takes them, for 3 s, our reader draining pongs.
+        c.c.setblocking(False)
+        ping = b'{"type":"ping"}\n' * 2000
+        pending = b""
+        end = time.monotonic() + 3
+        while time.monotonic() < end:
+            pending = pending or ping
+            try:
+                pending = pending[c.c.send(pending):]  # whole lines only, in the end
+            except BlockingIOError:
+                pass
+            try:
+                while c.c.recv(1 << 20):
+                    pass
+            except BlockingIOError:
+                pass
+            with open(stat) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            policies.append((int(fields[38]), int(fields[37])))
+        crier.wait_for(r"WARN link: the order server keeps the link busy \(over 2% of a core in a second\)")
+        assert (SCHED_OTHER, 0) in policies, policies[:10]
+        # Calm again: back to FIFO 10 within two windows, and an order is said.
+        c.c.setblocking(True)
+        c.c.sendall(pending)
+        deadline = time.monotonic() + 6
+        while time.monotonic() < deadline and threads(crier.p.pid)[link[0]][1:] != (SCHED_FIFO, 10):
+            c.c.settimeout(0.2)
+            try:
+                c.c.recv(1 << 20)
+            except socket.timeout:
+                pass
+        assert threads(crier.p.pid)[link[0]][1:] == (SCHED_FIFO, 10)
+        c.buf = b""
+        c.send({"type": "order", "id": "FL-1", "kind": "new_customer", "number": 7})
+        got = []
+        c.acks(got, 30, until=lambda a: any(m["id"] == "FL-1" for m in a))
+        assert {"type": "ack", "id": "FL-1", "status": "spoken"} in got, (got, "\n".join(crier.lines()[-15:]))
+        c.close()
+    finally:
+        crier.stop()
+        listener.close()
+    print("\nlink thread samples during the flood: %d, %d SCHED_OTHER" % (len(policies), policies.count((SCHED_OTHER, 0))))
