@@ -76,7 +76,11 @@ public final class OrderLink: OrderLinking {
             try ThreadScheduling.setRealtime(priority: options.waitPriority)
         } catch {
             waitPriorityRefused.store(true, ordering: .relaxed)
-            log.warning("link thread: real-time priority SCHED_FIFO \(options.waitPriority) refused (\(errnoName(error.code))); it waits as an ordinary thread. Allow it with LimitRTPRIO= and RestrictRealtime=no in the unit, or set speech.start_priority = 0 to silence this")
+            if let advice = ThreadPolicy.refusalAdvice(requested: options.waitPriority, errno: error.code, errnoName: errnoName(error.code),
+                                                       thread: "link thread", key: "speech.start_priority",
+                                                       cost: "an order may wait for the box's other programs before it is read") {
+                log.warning(advice)
+            }
             return false
         }
         if !waitPriorityLogged.exchange(true, ordering: .relaxed) {

@@ -199,6 +199,9 @@ def test_a_refusal_is_one_warning_with_what_to_change_and_audio_runs_as_before(b
     events = [l for l in d.lines() if "event thread" in l]
     assert len(events) == 1 and " WARN runtime: event thread: real-time priority SCHED_FIFO 10 refused (EPERM: " in events[0], events
     assert st["event_thread"]["detail"] == "real-time refused: EPERM Operation not permitted"
+    links = [l for l in d.lines() if "link thread" in l]
+    assert len(links) == 1 and " WARN link: link thread: real-time priority SCHED_FIFO 10 refused (EPERM: " in links[0], links
+    assert links[0].endswith("or set speech.start_priority = 0 to silence this"), links
     warnings = [l for l in d.lines() if "audio thread" in l]
     assert len(warnings) == 1 and " WARN audio: audio thread: real-time priority SCHED_FIFO 30 refused (EPERM: " in warnings[0], warnings
     assert "LimitRTPRIO=30 and RestrictRealtime=no" in warnings[0] and warnings[0].endswith(
