@@ -40,7 +40,8 @@ public actor Daemon {
     /// The data partition's reserve: while the journals cannot be written for lack of space,
     /// no alert begins (docs/protocol.md, section 6a, "A full data partition").
     var dataReserve: DataReserve?
-    var linkEvents: AsyncStream<LinkEvent>.Continuation?
+    /// Hands a link event from the link's thread to `handle` on the event thread (`EventThread.submit`).
+    var linkEvents: (@Sendable (LinkEvent) -> Void)?
     var buttons: ButtonService?
     var buttonTask: Task<Void, Never>?
 
@@ -129,8 +130,11 @@ public actor Daemon {
         startMusic()
         startUpdates()
         if let server = config.link.server {
-            let (stream, cont) = AsyncStream.makeStream(of: LinkEvent.self)
-            linkEvents = cont
+            let events = self.events
+            linkEvents = { [weak self] e in
+                guard let daemon = self else { return }
+                events.submit { daemon.assumeIsolated { $0.handle(e) } }
+            }
             let reserve = config.ackOutboxPath.map { DataReserve(path: FileIO.directory(of: $0) + "/crier.reserve", log: hub.logger("storage")) }
             reserve?.onChange { [weak self] in Task { await self?.reserveChanged() } }
             dataReserve = reserve
@@ -146,7 +150,6 @@ public actor Daemon {
                 inboxStore = inbox
             }
             link = makeLink()
-            Task { for await e in stream { self.handle(e) } }
             link?.start()
             link?.presenceChanged(volume: config.buttons.volumeDefault)
             log.info("order link starting", ["server": server.description, "device": config.deviceID])

@@ -38,14 +38,14 @@ extension Daemon {
             options.backoff = testSpeed.backoff(options.backoff)
             options.ackStore = ackStore
             options.inbox = inboxStore
-            l = MQTTLink(config: config.link, deviceID: config.deviceID, log: hub.logger("link"), options: options) { cont?.yield($0) }
+            l = MQTTLink(config: config.link, deviceID: config.deviceID, log: hub.logger("link"), options: options) { cont?($0) }
         } else {
             var options = OrderLink.Options()
             options.backoff = testSpeed.backoff(options.backoff)
             options.ackStore = ackStore
             options.software = CrierVersion.string
             options.waitPriority = config.speech.startPriority
-            l = OrderLink(config: config.link, deviceID: config.deviceID, log: hub.logger("link"), options: options) { cont?.yield($0) }
+            l = OrderLink(config: config.link, deviceID: config.deviceID, log: hub.logger("link"), options: options) { cont?($0) }
         }
         // Before the link starts: the first hello / retained status already says it.
         l.deviceChanged(slot: update?.bootedSlot, lastUpdate: lastUpdateSummary)

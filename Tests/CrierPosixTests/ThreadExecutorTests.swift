@@ -1,0 +1,101 @@
+import CrierPosix
+import Glibc
+import Synchronization
+import Testing
+
+/// An actor that runs on a ThreadExecutor, as the daemon runs on its event thread.
+private actor Recorder {
+    let executor: ThreadExecutor
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+    var seen: [Int] = []
+    /// How many of the entries were made off the executor's thread (must stay 0).
+    var offThread = 0
+
+    init(_ executor: ThreadExecutor) { self.executor = executor }
+
+    func add(_ i: Int) {
+        if !executor.isCurrent && executor.startError == nil { offThread += 1 }
+        seen.append(i)
+    }
+}
+
+@Suite("ThreadExecutor")
+struct ThreadExecutorTests {
+    private func threadName() -> String {
+        var buf = [CChar](repeating: 0, count: 32)
+        let fd = open("/proc/thread-self/comm", O_RDONLY | O_CLOEXEC)
+        defer { close(fd) }
+        let n = read(fd, &buf, 31)
+        return String(decoding: buf.prefix(max(0, n)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            .trimmingSuffix("\n")
+    }
+
+    /// Calls handed over from another thread (as the order link hands its events) run in the
+    /// order given, on the executor's thread, inside the actor (assumeIsolated passes), mixed
+    /// with the actor's own awaited jobs; over seeded random mixes.
+    @Test(arguments: [true, false])
+    func submittedCallsKeepTheirOrderAndRunInsideTheActor(ownThread: Bool) async throws {
+        let started = Mutex<String?>(nil)
+        let ex = ThreadExecutor(name: "crier-ex-test", thread: ownThread) {
+            var buf = [UInt8](repeating: 0, count: 32)
+            let fd = open("/proc/thread-self/comm", O_RDONLY | O_CLOEXEC)
+            let n = read(fd, &buf, 31)
+            close(fd)
+            started.withLock { $0 = String(decoding: buf.prefix(max(0, n)), as: UTF8.self) }
+        }
+        #expect((ex.startError == nil) == ownThread)
+        for seed in UInt64(1)...10 {
+            var rng = SplitMix(seed: seed)
+            let rec = Recorder(ex)
+            let names = Mutex<Set<String>>([])
+            let plan = (0..<200).map { _ in rng.next() % 3 }
+            let sender = try PosixThread(name: "link-like") {
+                for (i, kind) in plan.enumerated() where kind != 0 {
+                    ex.submit {
+                        _ = names.withLock { $0.insert(ownThread ? threadName() : "queue") }
+                        rec.assumeIsolated { $0.add(i) }
+                    }
+                }
+            }
+            // The actor's own jobs meanwhile, from this task.
+            for (i, kind) in plan.enumerated() where kind == 0 { await rec.add(-1 - i) }
+            sender.join()
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in ex.submit { c.resume() } }
+            let seen = await rec.seen
+            let submitted = plan.enumerated().filter { $0.element != 0 }.map(\.offset)
+            #expect(seen.filter { $0 >= 0 } == submitted, "seed \(seed)")
+            #expect(seen.filter { $0 < 0 }.count == plan.filter { $0 == 0 }.count, "seed \(seed)")
+            #expect(await rec.offThread == 0, "seed \(seed)")
+            if ownThread {
+                #expect(names.withLock { $0 } == ["crier-ex-test"], "seed \(seed)")
+                #expect(started.withLock { $0 }?.hasPrefix("crier-ex-test") == true)
+            } else {
+                #expect(started.withLock { $0 } == nil)
+            }
+        }
+    }
+
+    /// Off its thread the executor says so (what `checkIsolated` traps on).
+    @Test func isCurrentOnlyOnItsThread() async {
+        let ex = ThreadExecutor(name: "crier-ex-cur")
+        #expect(!ex.isCurrent)
+        let onIt = await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in ex.submit { c.resume(returning: ex.isCurrent) } }
+        #expect(onIt)
+    }
+}
+
+private struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+private extension String {
+    func trimmingSuffix(_ s: String) -> String { hasSuffix(s) ? String(dropLast(s.count)) : self }
+}
