@@ -631,11 +631,11 @@ class Bench:
         l0 = os.getloadavg()[0]
         res = {}
 
-        def onsets():
+        def onsets(kind="loud"):
             if not os.path.exists(probe_out):
                 return []
             with open(probe_out) as f:
-                return [int(l.split()[1]) for l in f if l.startswith("loud ")]
+                return [int(l.split()[1]) for l in f if l.startswith(kind + " ")]
         try:
             if who == "crier":
                 proc = self.crier_run(d, env, self.conf(d, srv.port, extra), nice=nice)
@@ -656,7 +656,7 @@ class Bench:
             run = "%x" % (int(time.time() * 1000) & 0xFFFFFF)
             for ti, (label, text, main) in enumerate(self.first_sound_texts()):
                 n = main_n if main or every_text_n else max(4, main_n // 2)
-                lat = []
+                lat, split = [], []
                 for i in range(2 + n):  # two warm-up orders per text, not counted
                     oid = "F%s-%s-%d-%d" % (run, who, ti, i)
                     seen = len(onsets())
@@ -680,10 +680,22 @@ class Bench:
                         if hit is None:
                             raise Broken("%s: no sound at snd_pcm_writei for %r within 5 s" % (who, label))
                         lat.append((hit - ts) / 1e6)
+                        # Where the time went (Crier only; the probe's rx and synth stamps):
+                        # send -> recv returned in crier, -> espeak_Synth entered, -> loud writei.
+                        rx = [t for t in onsets("rx") if ts <= t <= hit]
+                        sy = [t for t in onsets("synth") if rx and rx[0] <= t <= hit]
+                        if rx and sy:
+                            split.append(((hit - ts) / 1e6, (rx[0] - ts) / 1e6, (sy[0] - rx[0]) / 1e6, (hit - sy[0]) / 1e6))
                 res[label] = {"chars": len(text), "n": n, "p50": pct(lat, 50), "p90": pct(lat, 90), "p99": pct(lat, 99),
                               "max": max(lat), "all": [round(x, 2) for x in lat]}
                 self.log("first sound %s, %s (%d chars): p50 %.2f p90 %.2f p99 %.2f max %.2f ms" % (
                     key, label, len(text), res[label]["p50"], res[label]["p90"], res[label]["p99"], res[label]["max"]))
+                if split:
+                    split.sort(reverse=True)
+                    res[label]["split"] = [[round(x, 3) for x in row] for row in split]
+                    med = [pct([r[k] for r in split], 50) for k in (1, 2, 3)]
+                    self.log("  split p50: send->rx %.3f, rx->synth %.3f, synth->loud %.3f ms; slowest: %s" % (
+                        med[0], med[1], med[2], "; ".join("%.2f = %.2f + %.2f + %.2f" % r for r in split[:3])))
         finally:
             if proc is not None:
                 if who == "crier" and proc.p.poll() is None:
