@@ -101,7 +101,7 @@ let package = Package(
         .testTarget(name: "CrierGPIOTests", dependencies: ["CrierGPIO", "CrierCore", "CrierPosix", "CGPIOD"], swiftSettings: gpiodSettings),
         .testTarget(name: "CrierLinkTests", dependencies: ["CrierLink", "CrierSim", "CrierCore", "CrierPosix", "CrierMosquitto"]),
         .testTarget(name: "CrierSystemTests", dependencies: ["CrierSystem", "CrierCore", "CrierPosix"]),
-        .testTarget(name: "CrierPosixTests", dependencies: ["CrierPosix"]),
+        .testTarget(name: "CrierPosixTests", dependencies: ["CrierPosix", "CrierCore"]),
         .testTarget(name: "CrierWebTests", dependencies: ["CrierWeb", "CrierCore", "CrierPosix"]),
         .testTarget(name: "CrierLoudnessTests", dependencies: ["CrierLoudness"]),
         .testTarget(name: "CrierMusicTests", dependencies: ["CrierMusic", "CrierMusicFile", "CrierAudio", "CrierCore", "CrierPosix"]),

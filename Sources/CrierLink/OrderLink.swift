@@ -61,6 +61,10 @@ public final class OrderLink: OrderLinking {
     private let waitPriorityRefused = Atomic<Bool>(false)
     private let waitPriorityLogged = Atomic<Bool>(false)
 
+    static let waitAsker = ThreadPolicy.Asker(thread: "link thread", key: "speech.start_priority",
+                                              cost: "an order may wait for the box's other programs before it is read",
+                                              grantedNote: " while it waits for the server (within 2% of a core)")
+
     /// The link thread's scheduling while it waits (`Options.waitPriority`). Returns what it is now.
     private func setWaitPriority(_ realtime: Bool, flood: Bool) -> Bool {
         if !realtime {
@@ -76,15 +80,12 @@ public final class OrderLink: OrderLinking {
             try ThreadScheduling.setRealtime(priority: options.waitPriority)
         } catch {
             waitPriorityRefused.store(true, ordering: .relaxed)
-            if let advice = ThreadPolicy.refusalAdvice(requested: options.waitPriority, errno: error.code, errnoName: errnoName(error.code),
-                                                       thread: "link thread", key: "speech.start_priority",
-                                                       cost: "an order may wait for the box's other programs before it is read") {
-                log.warning(advice)
-            }
+            _ = ThreadPolicy.asked(options.waitPriority, errno: error.code, errnoName: errnoName(error.code),
+                                   errnoText: errnoText(error.code), by: Self.waitAsker, log: log)
             return false
         }
         if !waitPriorityLogged.exchange(true, ordering: .relaxed) {
-            log.info("link thread: SCHED_FIFO \(options.waitPriority) while it waits for the server (within 2% of a core)")
+            _ = ThreadPolicy.asked(options.waitPriority, errno: 0, errnoName: "", errnoText: "", by: Self.waitAsker, log: log)
         }
         return true
     }

@@ -74,6 +74,14 @@ public enum ThreadScheduling {
         guard rc == 0 else { throw SystemError("pthread_setschedparam SCHED_FIFO \(priority)", code: rc) }
     }
 
+    /// `setRealtime` as the kernel's answer, for a caller that words it (`ThreadPolicy.asked`):
+    /// 0 when granted or when `priority` is 0 or less (not asked), else the errno.
+    public static func requestRealtime(priority: Int) -> Int32 {
+        guard priority > 0 else { return 0 }
+        do throws(SystemError) { try setRealtime(priority: priority) } catch { return error.code }
+        return 0
+    }
+
     /// Puts the calling thread back to SCHED_OTHER (its nice value kept). Always allowed: an
     /// unprivileged thread may lower its own policy.
     public static func setOrdinary() {

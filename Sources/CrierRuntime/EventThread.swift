@@ -28,23 +28,17 @@ final class EventThread: Sendable {
     /// What the thread got (nil until it has started).
     var policy: ThreadPolicy? { policyBox.value.withLock { $0 } }
 
+    static let asker = ThreadPolicy.Asker(thread: "event thread", key: "speech.start_priority",
+                                          cost: "an order may wait for the box's other programs before its speech starts",
+                                          grantedNote: " (orders, buttons and timers turned into speech)")
+
     init(priority: Int, log: Logger) {
         let box = policyBox
         executor = ThreadExecutor(name: "crier-events") {
-            var code: Int32 = 0
-            if priority > 0 {
-                do throws(SystemError) { try ThreadScheduling.setRealtime(priority: priority) } catch { code = error.code }
-            }
-            let p = ThreadPolicy.outcome(requested: priority, errno: code, errnoName: errnoName(code),
-                                         errnoText: errnoText(code), key: "speech.start_priority")
+            let code = ThreadScheduling.requestRealtime(priority: priority)
+            let p = ThreadPolicy.asked(priority, errno: code, errnoName: errnoName(code), errnoText: errnoText(code),
+                                       by: Self.asker, log: log)
             box.value.withLock { $0 = p }
-            if let advice = ThreadPolicy.refusalAdvice(requested: priority, errno: code, errnoName: errnoName(code),
-                                                       thread: "event thread", key: "speech.start_priority",
-                                                       cost: "an order may wait for the box's other programs before its speech starts") {
-                log.warning(advice)
-            } else if p.kind == .fifo {
-                log.info("event thread: \(p.line) (orders, buttons and timers turned into speech)")
-            }
         }
         if let error = executor.startError {
             log.error("cannot start the event thread (\(error)); the daemon runs on a Dispatch queue at ordinary priority")

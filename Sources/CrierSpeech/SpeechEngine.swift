@@ -315,26 +315,19 @@ final class EspeakThread: Sendable {
             realtime = false
         }
 
+        static let asker = ThreadPolicy.Asker(thread: "speech thread", key: "speech.realtime_priority",
+                                              cost: "an order's first sound may wait for the box's other programs",
+                                              grantedNote: " while it waits and until each utterance's first chunk")
+
         /// First asked here (so the refusal is logged with its errno), then kept by `run`.
         mutating func askRealtime(_ priority: Int, log: Logger) {
-            var code: Int32 = 0
-            if priority > 0 {
-                do { try ThreadScheduling.setRealtime(priority: priority) } catch { code = error.code }
-            } else {
-                ordinary()
-            }
+            if priority <= 0 { ordinary() }
+            let code = ThreadScheduling.requestRealtime(priority: priority)
             realtime = priority > 0 && code == 0
             waitPriority = realtime ? priority : 0
-            let policy = ThreadPolicy.outcome(requested: priority, errno: code, errnoName: errnoName(code),
-                                              errnoText: errnoText(code), key: "speech.realtime_priority")
+            let policy = ThreadPolicy.asked(priority, errno: code, errnoName: errnoName(code), errnoText: errnoText(code),
+                                            by: Self.asker, log: log)
             owner.policyBox.withLock { $0 = policy }
-            if let advice = ThreadPolicy.refusalAdvice(requested: priority, errno: code, errnoName: errnoName(code),
-                                                       thread: "speech thread", key: "speech.realtime_priority",
-                                                       cost: "an order's first sound may wait for the box's other programs") {
-                log.warning(advice)
-            } else if realtime {
-                log.info("speech thread: \(policy.line) while it waits and until each utterance's first chunk")
-            }
         }
 
         /// Reads what the last run left (a mark: it ended inside a synthesis), counts the strike,

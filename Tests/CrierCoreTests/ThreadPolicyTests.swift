@@ -21,6 +21,33 @@ import Testing
         #expect(!advice.contains("\n"))
     }
 
+    /// Every thread that asks (audio, speech, event, link) logs through `asked`: one line, a
+    /// warning for a refusal, info for a grant with the thread's note, nothing when off or when
+    /// no logger is given (asked again).
+    @Test func askedLogsOneLineOfTheRightKind() {
+        let hub = LogHub(clock: { WallTime(unixMillis: 0) })
+        let sink = MemoryLogSink()
+        hub.add(sink)
+        let log = hub.logger("t")
+        let asker = ThreadPolicy.Asker(thread: "event thread", key: "speech.start_priority", cost: "orders may wait",
+                                       grantedNote: " (orders)")
+        #expect(ThreadPolicy.asked(10, errno: 0, errnoName: "", errnoText: "", by: asker, log: log).line == "SCHED_FIFO 10")
+        #expect(sink.all.count == 1 && sink.all[0].level == .info)
+        #expect(sink.lines.last?.hasSuffix("INFO t: event thread: SCHED_FIFO 10 (orders)") == true)
+        let refused = ThreadPolicy.asked(10, errno: 1, errnoName: "EPERM", errnoText: "Operation not permitted", by: asker, log: log)
+        #expect(refused.line == "SCHED_OTHER (real-time refused: EPERM Operation not permitted)")
+        #expect(sink.all.count == 2 && sink.all[1].level == .warning)
+        #expect(sink.lines.last?.contains("event thread: real-time priority SCHED_FIFO 10 refused (EPERM") == true)
+        #expect(sink.lines.last?.contains("running as SCHED_OTHER, orders may wait.") == true)
+        #expect(sink.lines.last?.contains("set speech.start_priority = 0") == true)
+        #expect(ThreadPolicy.asked(0, errno: 0, errnoName: "", errnoText: "", by: asker, log: log).line
+                == "SCHED_OTHER (off: speech.start_priority = 0)")
+        _ = ThreadPolicy.asked(10, errno: 1, errnoName: "EPERM", errnoText: "x", by: asker, log: nil)
+        #expect(sink.all.count == 2)
+        #expect(ThreadPolicy.asked(30, errno: 0, errnoName: "", errnoText: "", by: .audio, log: log).line == "SCHED_FIFO 30")
+        #expect(sink.lines.last?.hasSuffix("INFO t: audio thread: SCHED_FIFO 30") == true)
+    }
+
     @Test func configKeyDefaultRangeAndError() {
         let parser = ConfigParser()
         #expect(parser.parse("", file: "c.conf").config.audio.realtimePriority == 30)

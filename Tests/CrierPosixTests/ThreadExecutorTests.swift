@@ -1,3 +1,4 @@
+import CrierCore
 import CrierPosix
 import Glibc
 import Synchronization
@@ -45,7 +46,7 @@ struct ThreadExecutorTests {
         }
         #expect((ex.startError == nil) == ownThread)
         for seed in UInt64(1)...10 {
-            var rng = SplitMix(seed: seed)
+            var rng = SplitMix64(seed: seed)
             let rec = Recorder(ex)
             let names = Mutex<Set<String>>([])
             let plan = (0..<200).map { _ in rng.next() % 3 }
@@ -81,18 +82,6 @@ struct ThreadExecutorTests {
         #expect(!ex.isCurrent)
         let onIt = await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in ex.submit { c.resume(returning: ex.isCurrent) } }
         #expect(onIt)
-    }
-}
-
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

@@ -40,14 +40,19 @@ static int64_t now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void stamp(const char *what, int64_t t) {
+/* Opens the output on first use; -1 when the benchmark gave none. */
+static int output(void) {
     if (out_fd == -2) {
         const char *g = getenv("WRITEI_PROBE_GAP_MS");
         gap_ns = (g ? atoll(g) : 250) * 1000000LL;
         const char *p = getenv("WRITEI_PROBE_OUT");
         out_fd = p ? open(p, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644) : -1;
     }
-    if (out_fd < 0)
+    return out_fd;
+}
+
+static void stamp(const char *what, int64_t t) {
+    if (output() < 0)
         return;
     char line[64];
     int len = snprintf(line, sizeof line, "%s %lld %d\n", what, (long long)t, (int)getpid());
@@ -82,13 +87,7 @@ snd_pcm_sframes_t snd_pcm_writei(snd_pcm_t *pcm, const void *buffer, snd_pcm_ufr
     if (n <= 0 || buffer == NULL)
         return n;
     int64_t t = now_ns();
-    if (out_fd == -2) {
-        const char *g = getenv("WRITEI_PROBE_GAP_MS");
-        gap_ns = (g ? atoll(g) : 250) * 1000000LL;
-        const char *p = getenv("WRITEI_PROBE_OUT");
-        out_fd = p ? open(p, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644) : -1;
-    }
-    if (out_fd < 0)
+    if (output() < 0)
         return n;
     snd_pcm_format_t fmt = SND_PCM_FORMAT_S16_LE;
     snd_pcm_hw_params_t *hw;

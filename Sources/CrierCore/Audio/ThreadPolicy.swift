@@ -72,4 +72,38 @@ public struct ThreadPolicy: Sendable, Equatable {
             + "Allow it with LimitRTPRIO=\(requested) and RestrictRealtime=no in the unit (board/systemd/crier.service does), "
             + "or set \(key) = 0 to silence this"
     }
+
+    /// A thread that asks for real-time priority, as its one log line names it: the thread, its
+    /// crier.conf key, what a refusal costs, and what the line of a grant adds.
+    public struct Asker: Sendable {
+        public var thread: String
+        public var key: String
+        public var cost: String
+        public var grantedNote: String
+        public init(thread: String, key: String, cost: String, grantedNote: String = "") {
+            self.thread = thread
+            self.key = key
+            self.cost = cost
+            self.grantedNote = grantedNote
+        }
+        public static let audio = Asker(thread: "audio thread", key: "audio.realtime_priority", cost: "first sound may be late on a busy box")
+    }
+
+    /// `outcome`, and its one line in `log` (nil: not logged, e.g. asked again): a refusal's
+    /// advice as a warning, a grant as `<thread>: SCHED_FIFO n<grantedNote>` at info, nothing
+    /// when it was not asked (`off`: the status shows it). The kernel's answer comes from the
+    /// caller (CrierPosix's `ThreadScheduling`), so that this stays free of system calls.
+    public static func asked(_ requested: Int, errno: Int32, errnoName: String, errnoText: String, by asker: Asker,
+                             log: Logger?) -> ThreadPolicy {
+        let policy = outcome(requested: requested, errno: errno, errnoName: errnoName, errnoText: errnoText, key: asker.key)
+        if let log {
+            if let advice = refusalAdvice(requested: requested, errno: errno, errnoName: errnoName, thread: asker.thread,
+                                          key: asker.key, cost: asker.cost) {
+                log.warning(advice)
+            } else if policy.kind == .fifo {
+                log.info("\(asker.thread): \(policy.line)\(asker.grantedNote)")
+            }
+        }
+        return policy
+    }
 }
