@@ -76,18 +76,13 @@ public final class OrderLink: OrderLinking {
             return false
         }
         if waitPriorityRefused.load(ordering: .relaxed) { return false }
-        do throws(SystemError) {
-            try ThreadScheduling.setRealtime(priority: options.waitPriority)
-        } catch {
-            waitPriorityRefused.store(true, ordering: .relaxed)
-            _ = ThreadPolicy.asked(options.waitPriority, errno: error.code, errnoName: errnoName(error.code),
-                                   errnoText: errnoText(error.code), by: Self.waitAsker, log: log)
-            return false
-        }
-        if !waitPriorityLogged.exchange(true, ordering: .relaxed) {
-            _ = ThreadPolicy.asked(options.waitPriority, errno: 0, errnoName: "", errnoText: "", by: Self.waitAsker, log: log)
-        }
-        return true
+        let code = ThreadScheduling.requestRealtime(priority: options.waitPriority)
+        if code != 0 { waitPriorityRefused.store(true, ordering: .relaxed) }
+        // A refusal is never asked again, so it is logged once; a grant, the first time.
+        let first = code != 0 || !waitPriorityLogged.exchange(true, ordering: .relaxed)
+        let policy = ThreadPolicy.asked(options.waitPriority, errno: code, errnoName: errnoName(code), errnoText: errnoText(code),
+                                        by: Self.waitAsker, log: first ? log : nil)
+        return policy.kind == .fifo
     }
 
     let options: Options

@@ -20,16 +20,18 @@ private actor Recorder {
     }
 }
 
+/// The calling thread's name, as the kernel holds it.
+private func threadName() -> String {
+    var buf = [UInt8](repeating: 0, count: 32)
+    let fd = open("/proc/thread-self/comm", O_RDONLY | O_CLOEXEC)
+    defer { close(fd) }
+    let n = read(fd, &buf, 31)
+    let name = String(decoding: buf.prefix(max(0, n)), as: UTF8.self)
+    return name.hasSuffix("\n") ? String(name.dropLast()) : name
+}
+
 @Suite("ThreadExecutor")
 struct ThreadExecutorTests {
-    private func threadName() -> String {
-        var buf = [CChar](repeating: 0, count: 32)
-        let fd = open("/proc/thread-self/comm", O_RDONLY | O_CLOEXEC)
-        defer { close(fd) }
-        let n = read(fd, &buf, 31)
-        return String(decoding: buf.prefix(max(0, n)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            .trimmingSuffix("\n")
-    }
 
     /// Calls handed over from another thread (as the order link hands its events) run in the
     /// order given, on the executor's thread, inside the actor (assumeIsolated passes), mixed
@@ -38,11 +40,7 @@ struct ThreadExecutorTests {
     func submittedCallsKeepTheirOrderAndRunInsideTheActor(ownThread: Bool) async throws {
         let started = Mutex<String?>(nil)
         let ex = ThreadExecutor(name: "crier-ex-test", thread: ownThread) {
-            var buf = [UInt8](repeating: 0, count: 32)
-            let fd = open("/proc/thread-self/comm", O_RDONLY | O_CLOEXEC)
-            let n = read(fd, &buf, 31)
-            close(fd)
-            started.withLock { $0 = String(decoding: buf.prefix(max(0, n)), as: UTF8.self) }
+            started.withLock { $0 = threadName() }
         }
         #expect((ex.startError == nil) == ownThread)
         for seed in UInt64(1)...10 {
@@ -69,7 +67,7 @@ struct ThreadExecutorTests {
             #expect(await rec.offThread == 0, "seed \(seed)")
             if ownThread {
                 #expect(names.withLock { $0 } == ["crier-ex-test"], "seed \(seed)")
-                #expect(started.withLock { $0 }?.hasPrefix("crier-ex-test") == true)
+                #expect(started.withLock { $0 } == "crier-ex-test")
             } else {
                 #expect(started.withLock { $0 } == nil)
             }
@@ -83,8 +81,4 @@ struct ThreadExecutorTests {
         let onIt = await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in ex.submit { c.resume(returning: ex.isCurrent) } }
         #expect(onIt)
     }
-}
-
-private extension String {
-    func trimmingSuffix(_ s: String) -> String { hasSuffix(s) ? String(dropLast(s.count)) : self }
 }

@@ -37,7 +37,7 @@ public struct ThreadPolicy: Sendable, Equatable {
     /// What came of asking for `requested` (0: not asked) when the kernel answered `errno`
     /// (0: granted). `errnoName`/`errnoText` word the refusal (`EPERM`, `Operation not permitted`).
     public static func outcome(requested: Int, errno: Int32, errnoName: String, errnoText: String,
-                               key: String = "audio.realtime_priority") -> ThreadPolicy {
+                               key: String = Asker.audio.key) -> ThreadPolicy {
         if requested <= 0 { return ThreadPolicy(kind: .other, detail: "off: \(key) = 0") }
         if errno == 0 { return ThreadPolicy(kind: .fifo, priority: requested) }
         return ThreadPolicy(kind: .other, detail: "real-time refused: \(errnoName) \(errnoText)")
@@ -54,8 +54,8 @@ public struct ThreadPolicy: Sendable, Equatable {
     /// The one log line at start. A refusal says what to change; nil for `.fifo` and `off`
     /// (the status shows those; `audio thread: SCHED_FIFO 30` is logged at info by the caller).
     public static func refusalAdvice(requested: Int, errno: Int32, errnoName: String,
-                                     thread: String = "audio thread", key: String = "audio.realtime_priority",
-                                     cost: String = "first sound may be late on a busy box") -> String? {
+                                     thread: String = Asker.audio.thread, key: String = Asker.audio.key,
+                                     cost: String = Asker.audio.cost) -> String? {
         guard requested > 0, errno != 0 else { return nil }
         let why: String
         switch errnoName {
