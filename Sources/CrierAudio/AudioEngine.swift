@@ -463,8 +463,14 @@ public final class AudioEngine: Sendable {
             let pollFDs = device.selfPaced ? [] : device.pollDescriptors()
 
             let (lg, eng, dev) = (log, engine, config.device)
+            // The last sleep and wake-up, for the underrun warning's why (slept late, busy, short queue).
+            var trace = UnderrunTrace(rate: rate)
             func recovered(_ e: AudioError) {
-                lg.warning("\(e.operation == "underrun" ? "underrun" : "suspended"), recovered", ["device": dev])
+                if e.operation == "underrun" {
+                    lg.hub.emit(.warning, lg.component, "underrun, recovered", [("device", dev)] + trace.explain(now: Monotonic.now()).fields)
+                } else {
+                    lg.warning("suspended, recovered", ["device": dev])
+                }
                 eng.statsBox.withLock { $0.recoveries += 1 }
                 if pacer.underran() {
                     lg.warning("underrun while speech was streaming in; keeping \(deepFloor * 1000 / rate) ms queued from now on (slow CPU?)",
@@ -501,6 +507,7 @@ public final class AudioEngine: Sendable {
                     engine.statsBox.withLock { $0.rewoundFrames += UInt64(got) }
                 }
                 let avail = device.selfPaced ? nil : try device.avail(onRecover: recovered)
+                let writtenBefore = pacer.written
                 var plan = pacer.plan(added: added, idle: mixer.isIdle, now: Monotonic.now(), avail: avail)
                 while let n = plan.nextCatchUp() {
                     if musicActive {
@@ -559,12 +566,19 @@ public final class AudioEngine: Sendable {
                     pending = still
                 }
                 progress()
-                let sleep = pacer.sleep(after: plan, idle: mixer.isIdle && pending.isEmpty, pendingEnd: pending.map(\.end).min(),
-                                        now: Monotonic.now(), played: playedPosition, delay: device.delay)
+                let sleep = pacer.sleep(after: plan, idle: mixer.isIdle && pending.isEmpty, music: musicActive,
+                                        pendingEnd: pending.map(\.end).min(), now: Monotonic.now(), played: playedPosition, delay: device.delay)
+                // Queued now: what the device held at `avail` plus this wakeup's writes (no extra call).
+                let queued = avail.map { device.bufferFrames - $0 + Int(pacer.written) - Int(writtenBefore) }
                 switch sleep {
-                case .wake(let timeout): engine.wake.wait(timeout: timeout)
-                case .poll: engine.wake.wait(timeout: 1.0, extra: pollFDs)
+                case .wake(let timeout):
+                    trace.sleeping(at: Monotonic.now(), queued: queued, asked: timeout)
+                    engine.wake.wait(timeout: timeout)
+                case .poll:
+                    trace.sleeping(at: Monotonic.now(), queued: queued, asked: nil)
+                    engine.wake.wait(timeout: 1.0, extra: pollFDs)
                 }
+                trace.woke(at: Monotonic.now())
             }
             return pacer.written
         }

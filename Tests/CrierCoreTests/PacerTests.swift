@@ -62,6 +62,25 @@ import Testing
         #expect(out.lateStarts.isEmpty, "seed \(seed): \(out.lateStarts.prefix(3))")
     }
 
+    /// Music playing and no clip: the buffer is kept full, so a thread waking later than the idle
+    /// margin (half the 80 ms buffer) but not by the buffer less a period is not heard. The same
+    /// lateness in plain silence underruns (unheard there: silence against silence), which is why
+    /// only music changes how the idle thread sleeps.
+    /// Also a 60 ms buffer of 10 ms periods and a 128 ms one of 1 024 frames: every wakeup is
+    /// late by a time between the idle margin and the buffer less a period (2 ms inside each).
+    @Test(arguments: seeds) func musicKeepsTheBufferFullSoALateWakeupIsNotHeard(seed: UInt64) {
+        for shape in [(period: 960, buffer: 3840), (period: 480, buffer: 2880), (period: 1024, buffer: 6144)] {
+            let margin = Double(Pacer.idleKeep(buffer: shape.buffer, period: shape.period)) / 48000
+            let late = (margin + 0.002)...(Double(shape.buffer - shape.period) / 48000 - 0.002)
+            let music = Sim.run(Sim.Scenario(seed: seed, kind: .clock, speech: .none, stalls: false, urgent: seed % 2 == 0,
+                                             music: true, late: late, shape: shape))
+            #expect(music.underruns == 0, "seed \(seed) \(shape): \(music.underruns) underruns with music, every wakeup \(late) s late")
+            #expect(music.beyondBuffer.isEmpty && music.written > 0)
+            let silence = Sim.run(Sim.Scenario(seed: seed, kind: .clock, speech: .none, stalls: false, urgent: false, late: late, shape: shape))
+            #expect(silence.underruns > 0, "seed \(seed) \(shape): silence waking \(late) s late should run below its margin")
+        }
+    }
+
     /// Idle, a clock-driven device keeps at least the idle margin queued and wakes about
     /// rate / (buffer - margin) times a second (25/s with the defaults); a self-paced one is never
     /// ahead of the clock and lags it by at most a batch (four periods) and one, 12.5 wakeups/s.
@@ -117,6 +136,12 @@ enum Sim {
         /// Whole clips (the volume click, a prompt) arriving at random times.
         var urgent: Bool
         var seconds = 3.0
+        /// Music plays under the silence (the engine's `musicActive`): not idle for sleeping.
+        var music = false
+        /// Every wakeup this many seconds late (a guest whose CPU the emulator takes away).
+        var late: ClosedRange<Double>? = nil
+        /// The device's period and buffer (frames); nil: drawn from the seed.
+        var shape: (period: Int, buffer: Int)? = nil
     }
 
     struct Outcome {
@@ -229,8 +254,9 @@ enum Sim {
     static func run(_ s: Scenario) -> Outcome {
         var rng = SplitMix(state: s.seed &* 0x9E37_79B9 &+ (s.kind == .clock ? 1 : 2))
         let rate = 48000
-        let period = [480, 960, 960, 1024][Int.random(in: 0..<4, using: &rng)]
-        let buffer = period * Int.random(in: 3...6, using: &rng)
+        var period = [480, 960, 960, 1024][Int.random(in: 0..<4, using: &rng)]
+        var buffer = period * Int.random(in: 3...6, using: &rng)
+        if let shape = s.shape { (period, buffer) = shape }
         let format = AudioFormat(rate: rate, channels: 1)
         var dev = PCM(rate: rate, period: period, buffer: buffer, selfPaced: s.kind == .selfPaced)
         let t0 = 0.0
@@ -348,7 +374,7 @@ enum Sim {
             }
             let added = mixer.pollStreams() || fresh.contains { $0.1.stream == nil }
             out.wakeups += 1
-            let idleWake = s.speech == .none && !s.urgent
+            let idleWake = s.speech == .none && !s.urgent && !s.music
             if idleWake {
                 dev.advance(to: now)
                 let q = dev.selfPaced ? Int(Int64(pacer.written) - clock()) : dev.queued
@@ -439,7 +465,7 @@ enum Sim {
             if pacer.floor < floorBefore { out.floorProblems.append("t=\(now): the floor went down from \(floorBefore) to \(pacer.floor)") }
             floorBefore = pacer.floor
             // 5. Sleep, woken by the wake pipe (a clip added, a chunk the mixer waited for).
-            let sleep = pacer.sleep(after: plan, idle: mixer.isIdle && pending.isEmpty, pendingEnd: pending.map(\.end).min(),
+            let sleep = pacer.sleep(after: plan, idle: mixer.isIdle && pending.isEmpty, music: s.music, pendingEnd: pending.map(\.end).min(),
                                     now: now, played: playedPosition, delay: { dev.delay(now) })
             var due: Double
             switch sleep {
@@ -457,6 +483,7 @@ enum Sim {
             }
             // Scheduling latency, and now and then a stall.
             var late = Double.random(in: 0...0.0005, using: &rng)
+            if let l = s.late { late += Double.random(in: l, using: &rng) }
             if s.stalls && Int.random(in: 0..<30, using: &rng) == 0 { late += Double.random(in: 0.03...0.15, using: &rng) }
             if let at = stallsAt.first, now >= at {
                 stallsAt.removeFirst()

@@ -219,9 +219,13 @@ public struct Pacer: Sendable, Equatable {
     /// queued; `pendingEnd`: the earliest stream frame where a written clip ends (its end is
     /// queued: wake when it has played). Idle, the thread sleeps longer: new speech wakes it at
     /// once through the wake pipe and takes back the queued silence, so latency does not depend
-    /// on how long it sleeps; only CPU wakeups do (docs/audio.md, "Idle wakeups"). `played` is
-    /// asked only after a limited write, `delay` only idle on a clock-driven device.
-    public func sleep(after plan: Plan, idle: Bool, pendingEnd: UInt64?, now: Double,
+    /// on how long it sleeps; only CPU wakeups do (docs/audio.md, "Idle wakeups"). `music`: music
+    /// is playing under the silence of no clip. A wake-up late by more than what is queued is then
+    /// heard (a gap in the music), so the thread keeps the buffer full as while a clip plays (woken
+    /// by a period of room: late by up to the buffer less a period is still not heard) instead of
+    /// letting it run down to the idle margin (half of it). `played` is asked only after a limited
+    /// write, `delay` only idle on a clock-driven device.
+    public func sleep(after plan: Plan, idle: Bool, music: Bool = false, pendingEnd: UInt64?, now: Double,
                       played: (UInt64) -> UInt64, delay: () -> Int?) -> Sleep {
         let rate = device.pace
         if plan.limited {
@@ -238,7 +242,7 @@ public struct Pacer: Sendable, Equatable {
             if let end = pendingEnd { timeout = min(timeout, start + Double(end) / device.pace - now) }
             return .wake(timeout: max(0, timeout))
         }
-        if idle, case let spare = (delay() ?? 0) - idleMargin, spare >= device.period {
+        if idle && !music, case let spare = (delay() ?? 0) - idleMargin, spare >= device.period {
             // Still well fed with silence: sleep until only the idle margin is left.
             return .wake(timeout: Double(spare) / rate)
         }

@@ -18,6 +18,12 @@ sleep 1.5
 kill -CONT "$CRIER_PID"
 say "crier stopped for 1.5 s and continued"
 wait_log "$LOG" 'WARN audio: underrun, recovered' 20 || fail "no underrun logged: the stop did not reach the device"
+# The warning says why: the thread was stopped 1.5 s, asleep (woke late) or awake (busy) when the
+# stop landed; either way slept_ms + busy_ms covers the stop.
+u=$(grep -m1 'WARN audio: underrun, recovered' "$LOG")
+sb=$(sed -n 's/.* slept_ms=\([0-9.]*\).* busy_ms=\([0-9.]*\).*/\1 \2/p' <<< "$u" | awk '{printf "%d", $1 + $2}')
+grep -Eq 'why=("woke late"|busy)$' <<< "$u" || fail "the underrun warning does not say the thread woke late or was busy: $u"
+((${sb:-0} >= 1400)) || fail "slept_ms + busy_ms = ${sb:-none}, not the 1.5 s stop: $u"
 wait_log "$LOG" 'INFO runtime: said on request' 90 || fail "the text was never said to its end after the underrun (device not restarted?)"
 grep -E 'underrun|streaming in|behind playback|said on request' "$LOG" | while IFS= read -r l; do say "crier: ${l#* }"; done
 wait "$SAY" 2>/dev/null || say "note: crier say exited $? ($(tr '\n' ' ' < "$RESULTS/say.out"))"
