@@ -566,17 +566,17 @@ public final class AudioEngine: Sendable {
                     pending = still
                 }
                 progress()
-                let sleep = pacer.sleep(after: plan, idle: mixer.isIdle && pending.isEmpty, music: musicActive,
-                                        pendingEnd: pending.map(\.end).min(), now: Monotonic.now(), played: playedPosition, delay: device.delay)
                 // Queued now: what the device held at `avail` plus this wakeup's writes (no extra call).
-                let queued = avail.map { device.bufferFrames - $0 + Int(pacer.written) - Int(writtenBefore) }
+                let queued = avail.map { max(0, device.bufferFrames - $0) + Int(pacer.written) - Int(writtenBefore) }
+                let sleep = pacer.sleep(after: plan, idle: mixer.isIdle && pending.isEmpty, music: musicActive, queued: queued,
+                                        pendingEnd: pending.map(\.end).min(), now: Monotonic.now(), played: playedPosition, delay: device.delay)
                 switch sleep {
                 case .wake(let timeout):
                     trace.sleeping(at: Monotonic.now(), queued: queued, asked: timeout)
                     engine.wake.wait(timeout: timeout)
-                case .poll:
-                    trace.sleeping(at: Monotonic.now(), queued: queued, asked: nil)
-                    engine.wake.wait(timeout: 1.0, extra: pollFDs)
+                case .poll(let backstop):
+                    trace.sleeping(at: Monotonic.now(), queued: queued, asked: backstop)
+                    engine.wake.wait(timeout: backstop, extra: pollFDs)
                 }
                 trace.woke(at: Monotonic.now())
             }

@@ -211,8 +211,13 @@ public struct Pacer: Sendable, Equatable {
     public enum Sleep: Sendable, Equatable {
         /// On the wake pipe alone, at most this many seconds (0: look again at once).
         case wake(timeout: Double)
-        /// On the device's poll descriptors ("room for a period") and the wake pipe, at most 1 s.
-        case poll
+        /// On the device's poll descriptors ("room for a period") and the wake pipe, and at most
+        /// `backstop` seconds: the time for what is queued to run down to the idle margin (at
+        /// least a period; 1 s when not known). The device's signal may come late where it is
+        /// raised in a softirq (snd-aloop's timer, a USB DAC's URB completions), which the kernel
+        /// may hand to ksoftirqd, an ordinary thread any busy process delays; the timer wakes the
+        /// real-time thread itself (docs/audio.md, "A late device signal").
+        case poll(backstop: Double)
     }
 
     /// How long to sleep after `plan` was written. `idle`: nothing plays and no clip's end is
@@ -224,8 +229,9 @@ public struct Pacer: Sendable, Equatable {
     /// heard (a gap in the music), so the thread keeps the buffer full as while a clip plays (woken
     /// by a period of room: late by up to the buffer less a period is still not heard) instead of
     /// letting it run down to the idle margin (half of it). `played` is asked only after a limited
-    /// write, `delay` only idle on a clock-driven device.
-    public func sleep(after plan: Plan, idle: Bool, music: Bool = false, pendingEnd: UInt64?, now: Double,
+    /// write, `delay` only idle on a clock-driven device. `queued`: frames in the device now,
+    /// when known (the poll's backstop).
+    public func sleep(after plan: Plan, idle: Bool, music: Bool = false, queued: Int? = nil, pendingEnd: UInt64?, now: Double,
                       played: (UInt64) -> UInt64, delay: () -> Int?) -> Sleep {
         let rate = device.pace
         if plan.limited {
@@ -246,6 +252,7 @@ public struct Pacer: Sendable, Equatable {
             // Still well fed with silence: sleep until only the idle margin is left.
             return .wake(timeout: Double(spare) / rate)
         }
-        return .poll
+        guard let queued else { return .poll(backstop: 1) }
+        return .poll(backstop: min(1, Double(max(device.period, queued - idleMargin)) / rate))
     }
 }
