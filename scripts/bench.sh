@@ -3,7 +3,7 @@
 # and writes docs/benchmarks.md. A benchmark, not a test: it prints, and exits non-zero only if
 # something broke (never because of a time).
 #
-#   scripts/bench.sh [--quick] [--vm auto|on|off] [--firstsound-n N] [--only firstsound,firstsoundload,textpath,latency,idle,start,reconnect,peermem,burst,static,alerts,vm,vmfirstsound,vmloaded]
+#   scripts/bench.sh [--quick] [--vm auto|on|off] [--firstsound-n N] [--only firstsound,firstsoundload,textpath,latency,idle,start,reconnect,peermem,burst,static,buttons,alerts,vm,vmfirstsound,vmloaded]
 #   scripts/bench.sh --only mqtt      the MQTT fleet table (scripts/bench/mqtt_fleet.py), printed only
 #   scripts/bench.sh --quick --only firstsoundpack --voice-pack-zh PACK --out /tmp/b.md
 #                                     first sound, RSS and pack load with and without a voice pack (docs/voice.md)

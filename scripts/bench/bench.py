@@ -778,6 +778,72 @@ class Bench:
                 p.stop()
         self.results["first_sound_loaded_what"] = what
 
+    def button_click(self, key, nice=0):
+        """A button press to the click's first loud sample at snd_pcm_writei: `volume_up` and
+        `volume_down` in turn, the level 0 (pressed) then 1 after 80 ms written to the daemon's
+        `input = fifo:` pipe, as a wired button's edges would arrive. The click follows the
+        debounced press (`debounce_ms`, 20 ms by default: a level counts once it has lasted that
+        long), so what is Crier's is the time beyond it."""
+        n = self.firstsound_n or (20 if self.quick else 60)
+        d = self.dir("button-" + key)
+        probe_out = os.path.join(d, "writei.events")
+        if not self.probe():
+            raise Broken("the button step needs the writei probe (a C compiler)")
+        env = dict(self.env(d, 'pcm.!default { type null }'), LD_PRELOAD=self.probe(), WRITEI_PROBE_OUT=probe_out,
+                   WRITEI_PROBE_GAP_MS="100")
+        proc = self.crier_run(d, env, self.conf(d), nice=nice)
+        lat = []
+        fd = -1
+        try:
+            proc.wait_for(r"INFO audio: opened device=default type=NULL", timeout=20)
+            proc.wait_for(r"INFO buttons: reading input=fifo", timeout=20)
+            fd = os.open(os.path.join(d, "buttons.fifo"), os.O_WRONLY)
+            time.sleep(0.5)
+
+            def onsets():
+                if not os.path.exists(probe_out):
+                    return []
+                with open(probe_out) as f:
+                    return [int(l.split()[1]) for l in f if l.startswith("loud ")]
+            for i in range(n + 2):  # two warm-up presses, not counted
+                action = b"volume_up" if i % 2 == 0 else b"volume_down"
+                seen = len(onsets())
+                ts = mono_ns()
+                os.write(fd, action + b" 0\n")
+                time.sleep(0.08)
+                os.write(fd, action + b" 1\n")
+                end, hit = time.monotonic() + 2, None
+                while time.monotonic() < end and hit is None:
+                    new = [t for t in onsets()[seen:] if t >= ts]
+                    hit = new[0] if new else None
+                    time.sleep(0.005)
+                if hit is None:
+                    raise Broken("button %s: no click at snd_pcm_writei within 2 s (press %d)" % (key, i))
+                time.sleep(0.25)
+                if i >= 2:
+                    lat.append((hit - ts) / 1e6)
+            self.check_alive(proc, "crier (button step)")
+        finally:
+            if fd >= 0:
+                os.close(fd)
+            proc.stop()
+        res = {"n": len(lat), "p50": pct(lat, 50), "p99": pct(lat, 99), "max": max(lat), "all": [round(x, 2) for x in lat]}
+        self.results["button_" + key] = res
+        self.log("button %s: press -> click p50 %.2f p99 %.2f max %.2f ms (%d presses; 20 ms of it the debounce)" % (
+            key, res["p50"], res["p99"], res["max"], res["n"]))
+
+    def buttons(self):
+        """The button step idle, then with every core busy (the loaded first-sound step's load,
+        crier at the unit's Nice=-5)."""
+        self.button_click("idle")
+        procs, what = self.start_load()
+        try:
+            self.button_click("loaded", nice=-5)
+        finally:
+            for p in procs:
+                p.stop()
+        self.results["button_loaded_what"] = what
+
     def vm_loaded(self):
         """VM scenario 14-loaded for 10 minutes (5 with --quick): music and orders on hw:Loopback
         with both vCPUs kept busy by stress-ng in the guest; the product's 80 ms buffer; the
@@ -1175,6 +1241,11 @@ def render(b, info, load_start, load_end, elapsed):
         if vf.get("crier_dry"):
             row("VM (hw:Loopback, TCG): Crier's streamed clips that ran dry / underrun log lines, whole run",
                 "%d / %d" % (vf["crier_dry"]["dry"], vf["crier_dry"]["underruns"]), "", "", "", "")
+    for k, label in (("button_idle", "idle"), ("button_loaded", "every core busy (%s)" % R.get("button_loaded_what", "load"))):
+        bt = R.get(k)
+        if bt:
+            row("Button press → click at snd_pcm_writei, %s: p50 / p99 / max (%d presses; 20 ms of it the debounce)" % (label, bt["n"]),
+                "%.2f / %.2f / %.2f ms" % (bt["p50"], bt["p99"], bt["max"]), "", "", "")
     vl = R.get("vm_loaded")
     if vl:
         crier_u = vl.get("underruns_crier", vl["underruns"])
@@ -1583,7 +1654,7 @@ def main():
     ap.add_argument("--crier-static", help="the same sources built with --static-swift-stdlib (as the .deb ships)")
     ap.add_argument("--textpath-bench", help="crier-textpath-bench (release): the text path's stages, in-process")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks.md"))
-    ap.add_argument("--only", default="", help="comma list: firstsound,firstsoundload,latency,idle,alerts,burst,start,reconnect,peermem,vm,vmfirstsound,vmloaded")
+    ap.add_argument("--only", default="", help="comma list: firstsound,firstsoundload,latency,idle,alerts,burst,start,reconnect,peermem,buttons,vm,vmfirstsound,vmloaded")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--vm", choices=("auto", "on", "off"), default="auto",
                     help="idle figures on hw:Loopback in the QEMU VM (auto: full runs only)")
@@ -1628,7 +1699,7 @@ def main():
              ("firstsoundload", b.first_sound_loaded),
              ("latency", lambda: (b.latency("crier"), b.latency("peer"))), ("idle", b.idle),
              ("start", b.start), ("reconnect", b.reconnect), ("peermem", b.peer_memory),
-             ("burst", b.burst), ("static", b.static)]
+             ("burst", b.burst), ("static", b.static), ("buttons", b.buttons)]
     if b.voice_pack:  # only when asked for: a pack is made beforehand (docs/voice.md)
         steps.insert(2, ("firstsoundpack", b.first_sound_pack))
     if a.textpath_bench and os.path.exists(a.textpath_bench):
