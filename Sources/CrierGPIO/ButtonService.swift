@@ -47,14 +47,18 @@ public final class StatePersister: Sendable {
 /// alerts can be replayed, and performing the effects (click, say, setGain, replay,
 /// acknowledge); `.persist` is handled here.
 public actor ButtonService {
+    /// Called on the service's executor, synchronously: plain calls, not async closures, because
+    /// a nonisolated async closure runs on Swift's shared pool before it reaches its actor (a
+    /// pool thread waits a scheduler slice on a busy box). The daemon's hooks enter the daemon
+    /// with `assumeIsolated`, which holds because the two share the event thread.
     public struct Hooks: Sendable {
         /// How many alerts the alert queue can replay right now.
-        public var historyCount: @Sendable () async -> Int
+        public var historyCount: @Sendable () -> Int
         /// Performs one effect; called in order, never with `.persist`. Return promptly (queue
         /// the speech, do not wait for it to finish): button handling waits for this.
-        public var perform: @Sendable (ControlEffect) async -> Void
+        public var perform: @Sendable (ControlEffect) -> Void
 
-        public init(historyCount: @escaping @Sendable () async -> Int, perform: @escaping @Sendable (ControlEffect) async -> Void) {
+        public init(historyCount: @escaping @Sendable () -> Int, perform: @escaping @Sendable (ControlEffect) -> Void) {
             self.historyCount = historyCount
             self.perform = perform
         }
@@ -72,12 +76,20 @@ public actor ButtonService {
     let clock: @Sendable () -> Double
     let wall: @Sendable () -> WallTime
     let persister: StatePersister
+    /// Where the service's jobs run: the daemon's event thread, so a press reaches the speaker
+    /// policy without waiting for a thread of Swift's shared pool (under load, a scheduler
+    /// slice: docs/buttons.md, "Press to click"); a serial queue of its own when none is given.
+    let executor: ThreadExecutor
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
     var controls: Controls?
     var timer: Task<Void, Never>?
-    var sink: AsyncStream<Event>.Continuation?
+    /// Set while `run` handles events (between loading the state and stopping).
+    var running = false
 
     public init(config: ButtonsConfig, log: Logger, hooks: Hooks, wall: @escaping @Sendable () -> WallTime,
-                makeInput: ButtonReader.InputFactory? = nil, clock: @escaping @Sendable () -> Double = Monotonic.now) {
+                makeInput: ButtonReader.InputFactory? = nil, clock: @escaping @Sendable () -> Double = Monotonic.now,
+                executor: ThreadExecutor? = nil) {
+        self.executor = executor ?? ThreadExecutor(name: "crier-buttons", thread: false)
         self.config = config
         self.log = log
         self.hooks = hooks
@@ -101,59 +113,67 @@ public actor ButtonService {
         let first = c.start()
         controls = c
         log.info("controls: ready", ["volume": "\(c.volume)/\(config.volumeSteps)", "muted": c.muted, "gain": c.gain])
-        await apply(first)
-
-        let (events, sink) = AsyncStream<Event>.makeStream()
-        self.sink = sink
-        let reader = ButtonReader(config: config, log: log, makeInput: makeInput, clock: clock) { sink.yield(.gesture($0)) }
-        reader.start()
-        schedule(sink)
-        for await e in events {
-            guard var c = controls else { break }
-            let out: [ControlEffect]
-            switch e {
-            case .gesture(let g):
-                let needsHistory = g.action == .replay
-                let count = needsHistory ? await hooks.historyCount() : 0
-                c = controls!  // may have changed while awaiting
-                out = c.handle(g, now: clock(), wall: wall(), historyCount: count)
-                if !out.isEmpty { log.info("button \(g.action.rawValue): \(g.kind)", ["effects": Self.describe(out)]) }
-            case .tick:
-                out = c.tick(now: clock(), wall: wall())
-                if out.contains(.say(.muteEnded)) {
-                    log.notice("mute ended after mute.max_minutes", ["minutes": ConfigValue.fmt(config.muteMaxMinutes)])
-                }
-            }
-            controls = c
-            schedule(sink)
-            await apply(out)
+        apply(first)
+        running = true
+        // The reader's thread hands each gesture to this executor as a plain call: no task, no
+        // AsyncStream (whose waiting task was resumed on Swift's shared pool first).
+        let executor = self.executor
+        let reader = ButtonReader(config: config, log: log, makeInput: makeInput, clock: clock) { g in
+            executor.submit { self.assumeIsolated { $0.take(.gesture(g)) } }
         }
+        reader.start()
+        schedule()
+        let (stopped, stop) = AsyncStream<Never>.makeStream()
+        await withTaskCancellationHandler {
+            for await _ in stopped {}
+        } onCancel: {
+            stop.finish()
+        }
+        running = false
         timer?.cancel()
-        sink.finish()
         reader.stop()
         persister.flush()
     }
 
-    /// A press from elsewhere (the local page), handled exactly like the button's own press.
-    public func press(_ action: ButtonAction) {
-        sink?.yield(.gesture(Gesture(action, .press, at: clock())))
+    /// One gesture or timer tick, handled to its effects in one go (in order: nothing here waits).
+    func take(_ e: Event) {
+        guard running, var c = controls else { return }
+        let out: [ControlEffect]
+        switch e {
+        case .gesture(let g):
+            out = c.handle(g, now: clock(), wall: wall(), historyCount: g.action == .replay ? hooks.historyCount() : 0)
+            if !out.isEmpty { log.info("button \(g.action.rawValue): \(g.kind)", ["effects": Self.describe(out)]) }
+        case .tick:
+            out = c.tick(now: clock(), wall: wall())
+            if out.contains(.say(.muteEnded)) {
+                log.notice("mute ended after mute.max_minutes", ["minutes": ConfigValue.fmt(config.muteMaxMinutes)])
+            }
+        }
+        controls = c
+        schedule()
+        apply(out)
     }
 
-    func apply(_ effects: [ControlEffect]) async {
+    /// A press from elsewhere (the local page), handled exactly like the button's own press.
+    public func press(_ action: ButtonAction) {
+        take(.gesture(Gesture(action, .press, at: clock())))
+    }
+
+    func apply(_ effects: [ControlEffect]) {
         for e in effects {
-            if case .persist(let s) = e { persister.save(s) } else { await hooks.perform(e) }
+            if case .persist(let s) = e { persister.save(s) } else { hooks.perform(e) }
         }
     }
 
     /// One timer task for Controls' next deadline (mute's end).
-    func schedule(_ sink: AsyncStream<Event>.Continuation) {
+    func schedule() {
         timer?.cancel()
         timer = nil
         guard let d = controls?.nextDeadline else { return }
         let wait = max(0, d - clock())
         timer = Task {
             try? await Task.sleep(for: .milliseconds(Int64((wait * 1000).rounded(.up))))
-            if !Task.isCancelled { sink.yield(.tick) }
+            if !Task.isCancelled { self.take(.tick) }
         }
     }
 

@@ -9,10 +9,13 @@ import CrierPosix
 extension Daemon {
     /// Runs the buttons until cancelled (the supervisor's "buttons" component calls this).
     public func runButtons() async {
+        // The service runs on the daemon's executor (the event thread): its hooks are called
+        // there, so they enter the daemon directly (ButtonService.Hooks).
         let hooks = ButtonService.Hooks(
-            historyCount: { await self.historyCount() },
-            perform: { await self.perform($0) })
-        let service = ButtonService(config: config.buttons, log: hub.logger("buttons"), hooks: hooks, wall: WallClock.now)
+            historyCount: { self.assumeIsolated { $0.historyCount() } },
+            perform: { e in self.assumeIsolated { $0.perform(e) } })
+        let service = ButtonService(config: config.buttons, log: hub.logger("buttons"), hooks: hooks, wall: WallClock.now,
+                                    executor: events.executor)
         buttons = service
         let t = Task { await service.run() }
         buttonTask = t

@@ -1,4 +1,5 @@
 import CrierCore
+import CrierPosix
 import Glibc
 import Testing
 @testable import CrierGPIO
@@ -42,5 +43,40 @@ struct ButtonServiceTests {
         #expect(StateFile(path: c.statePath).read() == .loaded(ControlState(volume: 6)))
         #expect(sink.lines.contains { $0.contains("mute ended after mute.max_minutes") })
         #expect(sink.lines.contains { $0.contains("buttons: stopped") })
+    }
+
+    /// Given an executor with a thread (the daemon's event thread), every hook runs on that
+    /// thread, for the box's buttons (the reader thread's gestures), a press from the page and
+    /// the mute timer alike: no step of a press runs on Swift's shared pool, where a busy box
+    /// delays it (docs/buttons.md, "Press to click"). Fails if the hooks become async closures
+    /// again or a gesture reaches the service through a task on the pool.
+    @Test("hooks run on the given executor's thread: reader, page and timer")
+    func hooksRunOnTheExecutorThread() async throws {
+        let d = TempDir(); defer { d.remove() }
+        var c = ButtonsConfig()
+        c.input = .fifo(d.file("buttons"))
+        c.statePath = d.file("state/state")
+        c.muteMaxMinutes = 0.005  // 0.3 s
+        let (log, _) = testLog()
+        let executor = ThreadExecutor(name: "test-events")
+        #expect(executor.startError == nil)
+        let seen = Collector<(ControlEffect, Bool)>()
+        let hooks = ButtonService.Hooks(historyCount: { precondition(executor.isCurrent); return 0 },
+                                        perform: { seen.add(($0, executor.isCurrent)) })
+        let service = ButtonService(config: c, log: log, hooks: hooks, wall: { WallTime(unixMillis: 1_000) }, executor: executor)
+        let task = Task { await service.run() }
+        #expect(await seen.waitFor { $0.count == 1 })
+        let w = try #require(await FifoWriter(c.input.description.replacing("fifo:", with: "")))
+        await w.levels([("GPIO17 0", 0.1), ("GPIO17 1", 0.1)])   // volume up: gain, click
+        await w.levels([("GPIO22 0", 0.1), ("GPIO22 1", 0.1)])   // mute: gain; its timer unmutes
+        await w.levels([("GPIO23 0", 0.1), ("GPIO23 1", 0.1)])   // replay: asks historyCount
+        await service.press(.volumeDown)                           // the page
+        #expect(await seen.waitFor(timeout: 3) { s in s.contains { $0.0 == .say(.muteEnded) } && s.contains { $0.0 == .say(.noOrders) } })
+        w.close()
+        task.cancel()
+        await task.value
+        let all = seen.all
+        #expect(all.count >= 7, "\(all.map(\.0))")
+        #expect(all.allSatisfy { $0.1 }, "not on the executor's thread: \(all.filter { !$0.1 }.map(\.0))")
     }
 }
