@@ -6,13 +6,19 @@ import Testing
 
 @Suite("Button service: FIFO → gestures → Controls → effects and state file", .serialized)
 struct ButtonServiceTests {
-    @Test("restores state, steps volume, mutes, auto-unmutes, persists, stops on cancel")
-    func endToEnd() async throws {
-        let d = TempDir(); defer { d.remove() }
+    /// The FIFO input and the state file in `d`; mute ends after `muteMinutes`.
+    static func config(_ d: TempDir, muteMinutes: Double) -> ButtonsConfig {
         var c = ButtonsConfig()
         c.input = .fifo(d.file("buttons"))
         c.statePath = d.file("state/state")
-        c.muteMaxMinutes = 0.01  // 0.6 s (the config file's minimum is 1 minute)
+        c.muteMaxMinutes = muteMinutes
+        return c
+    }
+
+    @Test("restores state, steps volume, mutes, auto-unmutes, persists, stops on cancel")
+    func endToEnd() async throws {
+        let d = TempDir(); defer { d.remove() }
+        let c = Self.config(d, muteMinutes: 0.01)  // 0.6 s (the config file's minimum is 1 minute)
         try StateFile(path: c.statePath).save(ControlState(volume: 5))
         let (log, sink) = testLog()
         let effects = Collector<ControlEffect>()
@@ -53,10 +59,7 @@ struct ButtonServiceTests {
     @Test("hooks run on the given executor's thread: reader, page and timer")
     func hooksRunOnTheExecutorThread() async throws {
         let d = TempDir(); defer { d.remove() }
-        var c = ButtonsConfig()
-        c.input = .fifo(d.file("buttons"))
-        c.statePath = d.file("state/state")
-        c.muteMaxMinutes = 0.005  // 0.3 s
+        let c = Self.config(d, muteMinutes: 0.005)  // 0.3 s
         let (log, _) = testLog()
         let executor = ThreadExecutor(name: "test-events")
         #expect(executor.startError == nil)
