@@ -108,7 +108,10 @@ public actor ButtonService {
     /// calling task is cancelled; the reader thread is stopped and the last state written
     /// before it returns.
     public func run() async {
-        let restored = StateFile(path: config.statePath).load(log: log)
+        // File reads, waiting for the reader thread and for an fsync are blocking calls: never
+        // on the executor, which is the daemon's event thread.
+        let (path, log) = (config.statePath, log)
+        let restored = await Task.detached { StateFile(path: path).load(log: log) }.value
         var c = Controls(config: config, restored: restored, now: clock(), wall: wall())
         let first = c.start()
         controls = c
@@ -131,8 +134,11 @@ public actor ButtonService {
         }
         running = false
         timer?.cancel()
-        reader.stop()
-        persister.flush()
+        let persister = self.persister
+        await Task.detached {
+            reader.stop()
+            persister.flush()
+        }.value
     }
 
     /// One gesture or timer tick, handled to its effects in one go (in order: nothing here waits).
