@@ -44,6 +44,15 @@ def mono_ns():
     return time.monotonic_ns()
 
 
+def probe_onsets(path, kind="loud"):
+    """The writei probe's stamps of one kind (`loud`, `rx`, `synth`), CLOCK_MONOTONIC ns, in the
+    order written; none before the file exists."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [int(l.split()[1]) for l in f if l.startswith(kind + " ")]
+
+
 def load():
     return "%.2f %.2f %.2f" % os.getloadavg()
 
@@ -486,9 +495,7 @@ class Bench:
         lat, missed = match(louds)
         wlat = []
         if os.path.exists(probe_out):
-            with open(probe_out) as f:
-                wl = sorted(int(l.split()[1]) for l in f if l.startswith("loud "))
-            wlat, _ = match(wl)
+            wlat, _ = match(sorted(probe_onsets(probe_out)))
         if len(lat) < n * 0.9:
             raise Broken("%s: only %d of %d orders reached the detector as a loud onset" % (who, len(lat), n))
         acks = [(srv.acks[i][0] - ts) / 1e6 for i, ts in sends[warm:]]
@@ -632,10 +639,7 @@ class Bench:
         res = {}
 
         def onsets(kind="loud"):
-            if not os.path.exists(probe_out):
-                return []
-            with open(probe_out) as f:
-                return [int(l.split()[1]) for l in f if l.startswith(kind + " ")]
+            return probe_onsets(probe_out, kind)
         try:
             if who == "crier":
                 proc = self.crier_run(d, env, self.conf(d, srv.port, extra), nice=nice)
@@ -799,22 +803,16 @@ class Bench:
             proc.wait_for(r"INFO buttons: reading input=fifo", timeout=20)
             fd = os.open(os.path.join(d, "buttons.fifo"), os.O_WRONLY)
             time.sleep(0.5)
-
-            def onsets():
-                if not os.path.exists(probe_out):
-                    return []
-                with open(probe_out) as f:
-                    return [int(l.split()[1]) for l in f if l.startswith("loud ")]
             for i in range(n + 2):  # two warm-up presses, not counted
                 action = b"volume_up" if i % 2 == 0 else b"volume_down"
-                seen = len(onsets())
+                seen = len(probe_onsets(probe_out))
                 ts = mono_ns()
                 os.write(fd, action + b" 0\n")
                 time.sleep(0.08)
                 os.write(fd, action + b" 1\n")
                 end, hit = time.monotonic() + 2, None
                 while time.monotonic() < end and hit is None:
-                    new = [t for t in onsets()[seen:] if t >= ts]
+                    new = [t for t in probe_onsets(probe_out)[seen:] if t >= ts]
                     hit = new[0] if new else None
                     time.sleep(0.005)
                 if hit is None:

@@ -7,7 +7,8 @@
 public struct UnderrunTrace: Sendable, Equatable {
     public let rate: Int
     /// When the thread last went to sleep, with the frames then queued (nil: not known, a
-    /// self-paced device) and when it meant to wake (nil: on the device's "room for a period").
+    /// self-paced device) and how long it meant to sleep (a timed sleep's timeout, or the poll's
+    /// backstop; nil: not known).
     private var sleptAt: Double?
     private var queued: Int?
     private var asked: Double?
